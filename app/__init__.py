@@ -1,0 +1,1 @@
+"""lexicon-rag application layer: settings, agent, REST API, batch jobs, CLI."""

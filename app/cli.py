@@ -1,0 +1,100 @@
+"""The ``lexicon`` command line. Each subcommand imports its module lazily so ``lexicon --help`` is fast."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from app.settings import get_settings
+
+cli = typer.Typer(help="lexicon-rag: long-context RAG for legal and financial documents.", no_args_is_help=True)
+
+
+@cli.command()
+def serve(
+    samples: bool = typer.Option(False, "--samples", help="write and ingest the shipped sample corpus first"),
+    host: Optional[str] = typer.Option(None, help="bind address (default LEXICON_HOST)"),
+    port: Optional[int] = typer.Option(None, help="port (default LEXICON_PORT)"),
+) -> None:
+    """Serve the web UI and the REST API (with the engine's OpenAI-compatible routes) on one app."""
+    from app.server import serve as run_server
+
+    run_server(get_settings(), samples=samples, host=host, port=port)
+
+
+@cli.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="files or folders to ingest"),
+    tenant: str = typer.Option("demo", help="tenant that owns the documents"),
+) -> None:
+    """Ingest documents (PDF, DOCX, HTML, TXT/Markdown, XLSX/CSV) with a progress bar and a summary."""
+    from ingest.cli_command import ingest_command
+
+    raise typer.Exit(ingest_command(get_settings(), paths, tenant))
+
+
+@cli.command()
+def ask(
+    question: str = typer.Argument(...),
+    tenant: str = typer.Option("demo"),
+    mode: str = typer.Option("auto", help="auto | rag | long | bi"),
+    thread: Optional[str] = typer.Option(None, help="conversation thread id"),
+) -> None:
+    """Ask the agent a question; prints the answer and its citations."""
+    from app.ask_command import ask_command
+
+    raise typer.Exit(ask_command(get_settings(), question, tenant=tenant, mode=mode, thread=thread))
+
+
+@cli.command()
+def batch(
+    docs: Path = typer.Option(..., help="folder of documents"),
+    questions: Path = typer.Option(..., help="YAML file of questions"),
+    out: Path = typer.Option(..., help="results.jsonl or results.xlsx"),
+    tenant: str = typer.Option("demo"),
+) -> None:
+    """Ask every question of every document; resumable; one row per (document, question)."""
+    from app.batch import batch_command
+
+    raise typer.Exit(batch_command(get_settings(), docs, questions, out, tenant=tenant))
+
+
+@cli.command()
+def plan(
+    model: str = typer.Option("puzzle-75b-a9b", help="preset name or path to a config.json"),
+    weights: str = typer.Option("nvfp4", help="bf16 | fp8 | nvfp4"),
+    kv_dtype: str = typer.Option("fp8", help="bf16 | fp8"),
+    gpu_gib: float = typer.Option(80.0, help="device memory in GiB (H100 80GB = 80)"),
+    context: int = typer.Option(1_000_000, help="tokens per context"),
+    memory_fraction: float = typer.Option(0.9, help="fraction of device memory the engine may use"),
+) -> None:
+    """Capacity planner: memory breakdown and how many concurrent contexts fit."""
+    from engine.planner import plan_command
+
+    raise typer.Exit(plan_command(model, weights, kv_dtype, gpu_gib, context, memory_fraction))
+
+
+@cli.command()
+def bench(name: str = typer.Argument("all", help="engine | memory | ingest | all")) -> None:
+    """Run the benchmarks under bench/ (ratios against a reference run in the same process)."""
+    root = Path(__file__).resolve().parent.parent / "bench"
+    scripts = sorted(root.glob("bench_*.py")) if name == "all" else [root / f"bench_{name}.py"]
+    rc = 0
+    for script in scripts:
+        if not script.exists():
+            typer.echo(f"no benchmark {script.name}", err=True)
+            raise typer.Exit(2)
+        typer.echo(f"== {script.name}")
+        rc |= subprocess.call([sys.executable, str(script)])
+    raise typer.Exit(rc)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

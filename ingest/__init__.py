@@ -1,0 +1,1 @@
+"""Document ingestion: parse, chunk with provenance, extract tables to SQL, embed, index."""

@@ -1,0 +1,1 @@
+"""Gradio web app mounted on the FastAPI app."""
