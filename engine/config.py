@@ -26,6 +26,16 @@ class MambaSpec:
     use_bias: bool = False
     time_step_limit: tuple[float, float] = (0.0, float("inf"))
     time_step_min: float = 0.001
+    # Which dt clamp after softplus (see docs/engine-model.md): "kernel" clamps to time_step_limit like the
+    # mamba_ssm CUDA kernels and vLLM (the default: what the models were trained and are served with);
+    # "torch_forward" clamps below at time_step_min like transformers' pure-torch prefill path.
+    dt_clamp: Literal["kernel", "torch_forward"] = "kernel"
+
+    @property
+    def dt_limits(self) -> tuple[float, float]:
+        if self.dt_clamp == "torch_forward":
+            return (self.time_step_min, float("inf"))
+        return (float(self.time_step_limit[0]), float(self.time_step_limit[1]))
 
     @property
     def d_inner(self) -> int:
@@ -43,6 +53,7 @@ class AttentionSpec:
     head_dim: int
     rope: bool = False
     rope_theta: float = 10000.0
+    rope_scaling: Optional[dict] = None  # HF rope_scaling / rope_parameters beyond the default ("llama3")
     sliding_window: Optional[int] = None
     bias: bool = False
 
@@ -66,6 +77,7 @@ class MoeSpec:
     topk_group: int = 1
     norm_topk_prob: bool = True
     activation: Literal["relu2", "silu_gated"] = "relu2"
+    bias: bool = False  # on shared expert and latent projections (HF mlp_bias)
 
 
 @dataclass
@@ -88,6 +100,11 @@ class ModelConfig:
     max_position_embeddings: int = 262144
     bos_token_id: Optional[int] = None
     eos_token_ids: tuple[int, ...] = ()
+    name: str = ""
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.blocks)
 
     def layer_indices(self, kind: BlockKind) -> list[int]:
         return [i for i, b in enumerate(self.blocks) if b.kind == kind]
