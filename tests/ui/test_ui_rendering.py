@@ -1,0 +1,102 @@
+"""The UI's pure rendering helpers: charts from SQL results, citation messages, upload progress, tiles."""
+from __future__ import annotations
+
+import pytest
+
+from ui.bi_tab import kpi_tiles_html, sources_markdown
+from ui.charts import answer_figure, result_figure
+from ui.chat_tab import NEW_THREAD, remember_thread, thread_choices
+from ui.citations import answer_messages, citation_messages, history_messages
+from ui.engine_tab import stats_html
+from ui.library_tab import FileRow, apply_job, progress_html
+
+REVENUE = (["year", "revenue", "cost"], [[2022, 900.0, 500.0], [2023, 1100.0, 620.0], [2024, 1250.0, 700.0]])
+
+
+def test_bar_chart_puts_label_column_on_x_and_each_numeric_column_as_a_series():
+    fig = result_figure(["segment", "revenue"], [["Retail", 10], ["Wholesale", 25]], "bar")
+    assert [t.type for t in fig.data] == ["bar"]
+    assert list(fig.data[0].x) == ["Retail", "Wholesale"] and list(fig.data[0].y) == [10, 25]
+
+
+def test_line_chart_of_all_numeric_columns_uses_the_first_as_categorical_axis():
+    fig = result_figure(*REVENUE, "line")
+    assert [t.name for t in fig.data] == ["revenue", "cost"]
+    assert all(t.type == "scatter" for t in fig.data)
+    assert list(fig.data[0].x) == ["2022", "2023", "2024"]
+    assert fig.layout.xaxis.type == "category"
+
+
+def test_non_numeric_result_falls_back_to_a_table_and_bad_kind_is_refused():
+    fig = result_figure(["party", "clause"], [["Acme", "12.1"]], "bar")
+    assert fig.data[0].type == "table"
+    assert list(fig.data[0].cells.values[0]) == ["Acme"]
+    with pytest.raises(ValueError, match="unknown chart kind 'pie'"):
+        result_figure(*REVENUE, "pie")
+
+
+def test_answer_figure_prefers_the_agents_chart_only_for_auto():
+    chart = {"data": [{"type": "scatter", "x": [1, 2], "y": [3, 4]}], "layout": {"title": {"text": "agent"}}}
+    answer = {"columns": REVENUE[0], "rows": REVENUE[1], "chart": chart}
+    assert answer_figure(answer, "auto").layout.title.text == "agent"
+    assert answer_figure(answer, "bar").data[0].type == "bar"
+    assert answer_figure({"columns": [], "rows": []}, "auto") is None
+
+
+def test_citations_become_closed_boxes_titled_by_document_and_page_with_escaped_quote():
+    msgs = citation_messages([{"doc_id": "d1", "filename": "msa.pdf", "page": 4, "section": "12. Termination",
+                               "quote": "ninety (90) days <b>notice</b>"}])
+    assert msgs[0]["metadata"]["title"] == "[1] msa.pdf · page 4"
+    assert msgs[0]["metadata"]["status"] == "done"
+    body = msgs[0]["content"]
+    assert "> ninety (90) days &lt;b&gt;notice&lt;/b&gt;" in body
+    assert "**Page:** 4" in body and "12. Termination" in body
+
+
+def test_answer_messages_show_sql_and_warn_when_unsupported():
+    msgs = answer_messages({"answer": "42", "citations": [], "route": "bi", "sql": "SELECT 42",
+                            "supported": False})
+    assert len(msgs) == 1
+    assert "```sql\nSELECT 42\n```" in msgs[0]["content"]
+    assert "do not clearly support" in msgs[0]["content"] and "BI route" in msgs[0]["content"]
+
+
+def test_history_turns_keep_their_citations():
+    history = [{"role": "user", "content": "Notice period?"},
+               {"role": "assistant", "content": "90 days", "citations": [{"filename": "a.pdf", "page": 2,
+                                                                           "quote": "90 days"}]}]
+    msgs = history_messages(history)
+    assert [m["role"] for m in msgs] == ["user", "assistant", "assistant"]
+    assert msgs[2]["metadata"]["title"] == "[1] a.pdf · page 2"
+
+
+def test_threads_are_remembered_per_tenant_newest_first():
+    visit = remember_thread({}, "acme", "t1", "first question")
+    visit = remember_thread(visit, "acme", "t2", "second question")
+    visit = remember_thread(visit, "acme", "t1", "ignored, keeps its title")
+    assert [t["id"] for t in visit["threads"]["acme"]] == ["t1", "t2"]
+    assert visit["threads"]["acme"][0]["title"] == "first question"
+    assert visit["current"]["acme"] == "t1"
+    assert thread_choices(visit, "other") == [("➕ New thread", NEW_THREAD)]
+
+
+def test_upload_rows_follow_job_progress_and_failures():
+    row = apply_job(FileRow("a.pdf"), {"job_id": "j", "status": "running", "progress": {"done": 1, "total": 4}})
+    assert (row.status, row.progress, row.done) == ("running", 0.25, False)
+    row = apply_job(row, {"status": "done", "documents": [{"status": "ingested", "pages": 3, "tables": 2}]})
+    assert (row.status, row.progress, row.done, row.detail) == ("ingested", 1.0, True, "pages 3, tables 2")
+    bad = apply_job(FileRow("b.pdf"), {"status": "done", "documents": [{"status": "failed",
+                                                                        "error": "not a PDF"}]})
+    assert bad.status == "failed" and bad.error == "not a PDF" and bad.done
+    page = progress_html([row, bad])
+    assert "value='100'" in page and "not a PDF" in page and "data-status='failed'" in page
+
+
+def test_tiles_format_numbers_and_usage():
+    html = kpi_tiles_html([{"label": "Revenue", "value": 1250000.0, "unit": "USD", "source": "fs.xlsx p.1"}])
+    assert "1,250,000" in html and "USD" in html and "fs.xlsx p.1" in html
+    assert "No KPIs yet" in kpi_tiles_html([])
+    stats = stats_html({"running": 2, "waiting": 1, "kv_blocks_used": 64, "kv_blocks_total": 256,
+                        "mamba_slots_used": 1, "mamba_slots_total": 8, "snapshots": ["doc-a"], "tokens_per_s": 12.5})
+    assert "64 / 256" in stats and "25% used" in stats and "12.5" in stats and "doc-a" in stats
+    assert "page 3" in sources_markdown({"citations": [{"filename": "fs.pdf", "page": 3}]})

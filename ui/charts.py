@@ -1,0 +1,82 @@
+"""Plotly figures for BI answers: the agent's own chart, or a bar / line / table built from the SQL result."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import plotly.graph_objects as go
+
+CHART_KINDS = ("auto", "bar", "line", "table")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def numeric_columns(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
+    """Indexes of columns whose non-null values are all numbers (and at least one is present)."""
+    found = []
+    for i, _ in enumerate(columns):
+        values = [r[i] for r in rows if i < len(r) and r[i] is not None]
+        if values and all(_is_number(v) for v in values):
+            found.append(i)
+    return found
+
+
+def table_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> go.Figure:
+    cells = [[r[i] if i < len(r) else None for r in rows] for i in range(len(columns))]
+    fig = go.Figure(go.Table(header={"values": list(columns)}, cells={"values": cells}))
+    fig.update_layout(title=title or None, margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10})
+    return fig
+
+
+def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: str, title: str = "") -> go.Figure:
+    """A bar or line chart with the first non-numeric column on x and every numeric column as a series.
+
+    Falls back to a table when there is nothing numeric to plot (or ``kind == "table"``).
+    """
+    if kind not in CHART_KINDS:
+        raise ValueError(f"unknown chart kind {kind!r}; expected one of {', '.join(CHART_KINDS)}")
+    if not columns:
+        raise ValueError("the query returned no columns to chart")
+    numeric = numeric_columns(columns, rows)
+    if kind == "table" or not numeric or not rows:
+        return table_figure(columns, rows, title)
+    labels = [i for i in range(len(columns)) if i not in numeric]
+    if labels:
+        x = [" / ".join(str(r[i]) for i in labels) for r in rows]
+        x_title = " / ".join(columns[i] for i in labels)
+        series = numeric
+    elif len(numeric) > 1:  # all numeric: the first column is the axis (a year, a period number)
+        x, x_title, series = [str(r[numeric[0]]) for r in rows], columns[numeric[0]], numeric[1:]
+    else:
+        x, x_title, series = [str(i) for i in range(1, len(rows) + 1)], "row", numeric
+    fig = go.Figure()
+    for i in series:
+        y = [r[i] for r in rows]
+        if kind == "line":
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=columns[i]))
+        else:
+            fig.add_trace(go.Bar(x=x, y=y, name=columns[i]))
+    fig.update_layout(
+        title=title or None,
+        xaxis_title=x_title,
+        yaxis_title=columns[series[0]] if len(series) == 1 else None,
+        barmode="group",
+        xaxis_type="category",  # years and periods are labels, not a continuous scale
+        margin={"l": 40, "r": 10, "t": 40 if title else 10, "b": 40},
+    )
+    return fig
+
+
+def answer_figure(answer: dict, kind: str = "auto") -> go.Figure | None:
+    """The figure to show for an answer: the agent's chart for ``auto``, else one built from its rows."""
+    columns, rows = answer.get("columns") or [], answer.get("rows") or []
+    if kind == "auto":
+        if answer.get("chart"):
+            return go.Figure(answer["chart"])
+        if not columns:
+            return None
+        kind = "bar"
+    if not columns:
+        return None
+    return result_figure(columns, rows, kind)

@@ -1,0 +1,188 @@
+"""Document library: multi-file upload with a progress bar per file, the tenant's documents, delete.
+
+Each uploaded file becomes one ingestion job (``service.upload``); the handler polls ``service.job`` and
+redraws one row per file until every job has finished or failed. Upload errors (too large, unsupported
+type, a broken PDF) show on that file's row and do not stop the other files.
+"""
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ui.auth import require_tenant
+
+FINISHED = {"done", "finished", "completed", "complete", "ingested", "unchanged", "succeeded", "success"}
+FAILED = {"failed", "error", "cancelled", "rejected"}
+POLL_SECONDS = 0.5
+JOB_TIMEOUT_SECONDS = 30 * 60
+DOC_COLUMNS = ["Document", "Status", "Pages", "Chunks", "Tables", "Error", "ID"]
+
+
+@dataclass
+class FileRow:
+    filename: str
+    job_id: str | None = None
+    status: str = "uploading"
+    progress: float = 0.0  # 0..1
+    detail: str = ""
+    error: str = ""
+    done: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def _count(value: Any) -> int | str:
+    if isinstance(value, (list, tuple, set)):
+        return len(value)
+    return "" if value is None else value
+
+
+def _progress_of(job: dict) -> float:
+    """A 0..1 fraction from whichever fields the job reports (a fraction, a percent, or done/total)."""
+    p = job.get("progress")
+    if isinstance(p, dict):
+        done, total = p.get("done") or p.get("completed") or 0, p.get("total") or 0
+        return min(1.0, done / total) if total else 0.0
+    if isinstance(p, (int, float)):
+        return min(1.0, float(p) / 100 if p > 1 else float(p))
+    done, total = job.get("done") or job.get("completed"), job.get("total")
+    if isinstance(done, (int, float)) and isinstance(total, (int, float)) and total:
+        return min(1.0, done / total)
+    return 0.0
+
+
+def apply_job(row: FileRow, job: dict) -> FileRow:
+    """Update a file's row from a job dict (``status``, ``progress``, ``error``, per-document results)."""
+    status = str(job.get("status") or row.status).lower()
+    row.status, row.progress = status, _progress_of(job)
+    docs = job.get("documents") or job.get("results") or []
+    errors = [d.get("error") for d in docs if isinstance(d, dict) and d.get("error")]
+    row.error = str(job.get("error") or "; ".join(errors) or "")
+    if docs and isinstance(docs[0], dict):
+        doc = docs[0]
+        row.status = str(doc.get("status") or status).lower() if status in FINISHED else status
+        row.detail = ", ".join(f"{k} {_count(doc[k])}" for k in ("pages", "tables") if doc.get(k) is not None)
+    if row.status in FAILED or (row.error and status in FINISHED | FAILED):
+        row.done, row.progress = True, row.progress
+        row.status = "failed" if row.status not in FAILED else row.status
+    elif status in FINISHED:
+        row.done, row.progress = True, 1.0
+    return row
+
+
+def progress_html(rows: list[FileRow]) -> str:
+    if not rows:
+        return "<p class='lx-muted'>No uploads yet.</p>"
+    lines = ["<table id='upload-table' style='width:100%;border-collapse:collapse'>",
+             "<tr><th align=left>File</th><th align=left>Status</th><th align=left>Progress</th>"
+             "<th align=left>Details</th></tr>"]
+    for r in rows:
+        color = "#c62828" if r.status in FAILED else ("#2e7d32" if r.done else "#1565c0")
+        pct = int(round(r.progress * 100))
+        detail = html.escape(r.error) if r.error else html.escape(r.detail)
+        lines.append(
+            f"<tr class='upload-row' data-status='{html.escape(r.status)}'>"
+            f"<td>{html.escape(r.filename)}</td>"
+            f"<td style='color:{color};font-weight:600' class='upload-status'>{html.escape(r.status)}</td>"
+            f"<td><progress max='100' value='{pct}' style='width:12em'></progress> {pct}%</td>"
+            f"<td class='upload-detail' style='color:{'#c62828' if r.error else 'inherit'}'>{detail}</td></tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
+def documents_table(service: Any, tenant: str) -> list[list]:
+    rows = []
+    for d in service.documents(tenant):
+        rows.append([d.get("filename"), d.get("status"), _count(d.get("pages")), _count(d.get("chunks")),
+                     _count(d.get("tables")), d.get("error") or "", d.get("id") or d.get("doc_id")])
+    return rows
+
+
+def delete_choices(rows: list[list]) -> list[tuple[str, str]]:
+    return [(f"{r[0]} ({r[6]})", str(r[6])) for r in rows if r[6] is not None]
+
+
+def upload_files(service: Any, tenant: str, paths: list[str]):
+    """Generator of progress HTML while the files are uploaded and ingested."""
+    rows = [FileRow(filename=Path(p).name) for p in paths]
+    yield progress_html(rows)
+    for row, path in zip(rows, paths):
+        try:
+            job = service.upload(tenant, row.filename, Path(path).read_bytes())
+            row.job_id = str(job.get("job_id") or job.get("id") or "")
+            apply_job(row, job)
+            if not row.job_id and not row.done:
+                row.status, row.error, row.done = "failed", "the server returned no job id", True
+        except Exception as exc:  # one bad file must not stop the others
+            row.status, row.error, row.done = "failed", str(exc) or type(exc).__name__, True
+        yield progress_html(rows)
+    deadline = time.monotonic() + JOB_TIMEOUT_SECONDS
+    while not all(r.done for r in rows):
+        if time.monotonic() > deadline:
+            for r in rows:
+                if not r.done:
+                    r.status, r.error, r.done = "failed", "timed out waiting for ingestion", True
+            break
+        time.sleep(POLL_SECONDS)
+        for r in rows:
+            if r.done:
+                continue
+            try:
+                apply_job(r, service.job(tenant, r.job_id))
+            except Exception as exc:
+                r.status, r.error, r.done = "failed", f"lost track of the job: {exc}", True
+        yield progress_html(rows)
+
+
+def build_library_tab(service: Any, session: gr.State):
+    """Builds the tab; returns (documents dataframe, delete dropdown) for the login hook to fill."""
+    gr.Markdown("Upload PDF, DOCX, HTML, TXT/Markdown, XLSX or CSV files. Each file is parsed, split into "
+                "passages with page numbers, embedded, and its tables are extracted for BI questions.")
+    files = gr.File(file_count="multiple", type="filepath", label="Documents", elem_id="lib-files",
+                    file_types=[".pdf", ".docx", ".html", ".htm", ".txt", ".md", ".xlsx", ".csv"])
+    upload = gr.Button("Upload and ingest", variant="primary", elem_id="lib-upload")
+    progress = gr.HTML(progress_html([]), elem_id="lib-progress")
+    gr.Markdown("### Your documents")
+    docs = gr.Dataframe(headers=DOC_COLUMNS, value=[], interactive=False, elem_id="lib-docs", wrap=True)
+    with gr.Row():
+        to_delete = gr.Dropdown(choices=[], label="Document to delete", elem_id="lib-delete-pick", scale=3)
+        delete = gr.Button("Delete", variant="stop", elem_id="lib-delete", scale=1)
+        refresh = gr.Button("Refresh", elem_id="lib-refresh", scale=1)
+    status = gr.Markdown(elem_id="lib-status")
+
+    def refresh_docs(sess: dict | None):
+        return library_values(service, require_tenant(sess))
+
+    def run_upload(paths: list[str] | None, sess: dict | None):
+        tenant = require_tenant(sess)
+        if not paths:
+            raise gr.Error("Choose one or more files first.")
+        last = ""
+        for last in upload_files(service, tenant, list(paths)):
+            yield last, gr.skip(), gr.skip(), gr.skip()
+        rows = documents_table(service, tenant)
+        yield last, rows, gr.Dropdown(choices=delete_choices(rows), value=None), None
+
+    def run_delete(doc_id: str | None, sess: dict | None):
+        tenant = require_tenant(sess)
+        if not doc_id:
+            raise gr.Error("Pick a document to delete.")
+        ok = service.delete_document(tenant, doc_id)
+        rows = documents_table(service, tenant)
+        note = f"Deleted `{doc_id}`." if ok else f"No document `{doc_id}` (already deleted?)."
+        return rows, gr.Dropdown(choices=delete_choices(rows), value=None), note
+
+    upload.click(run_upload, [files, session], [progress, docs, to_delete, files], concurrency_limit=None)
+    delete.click(run_delete, [to_delete, session], [docs, to_delete, status])
+    refresh.click(refresh_docs, [session], [docs, to_delete])
+    return docs, to_delete
+
+
+def library_values(service: Any, tenant: str) -> tuple:
+    """Values for (documents dataframe, delete dropdown) right after login."""
+    rows = documents_table(service, tenant)
+    return rows, gr.Dropdown(choices=delete_choices(rows), value=None)
