@@ -76,16 +76,25 @@ class DenseContext:
     Reusable across steps: call ``next_step(lengths)`` before each forward to describe the new tokens.
     """
 
-    def __init__(self, n_seqs: int = 1):
+    def __init__(self, n_seqs: int = 1, mamba_shapes=None, device="cpu", dtype=torch.float32):
+        """``mamba_shapes``: per Mamba layer (conv_state shape, ssm_state shape), e.g.
+        ``model.mamba_state_shapes()``; ``DenseContext.for_model(model, n)`` fills it in."""
         self.n_seqs = n_seqs
         self.kv: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
         self.states: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
         self.seen = [0] * n_seqs
         self.spans: list[SeqSpan] = []
         self._state_shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...], torch.device, torch.dtype]] = {}
+        for i, (conv_shape, ssm_shape) in enumerate(mamba_shapes or []):
+            self.register_mamba_shape(i, conv_shape, ssm_shape, device, dtype)
+
+    @classmethod
+    def for_model(cls, model, n_seqs: int = 1) -> "DenseContext":
+        return cls(n_seqs, model.mamba_state_shapes(), model.device, model.dtype)
 
     def next_step(self, lengths: list[int]) -> "DenseContext":
-        assert len(lengths) == self.n_seqs
+        if len(lengths) != self.n_seqs:
+            raise ValueError(f"next_step got {len(lengths)} lengths for {self.n_seqs} sequences")
         self.spans, start = [], 0
         for i, n in enumerate(lengths):
             self.spans.append(SeqSpan(start, n, self.seen[i]))
@@ -113,6 +122,8 @@ class DenseContext:
 
     def mamba_state(self, mamba_idx, seq):
         if (mamba_idx, seq) not in self.states:
+            if mamba_idx not in self._state_shapes:
+                raise KeyError(f"no state shape for Mamba layer {mamba_idx}: build with DenseContext.for_model()")
             conv_shape, ssm_shape, device, dtype = self._state_shapes[mamba_idx]
             return (torch.zeros(conv_shape, device=device, dtype=dtype),
                     torch.zeros(ssm_shape, device=device, dtype=torch.float32))

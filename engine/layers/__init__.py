@@ -1,0 +1,1 @@
+"""One layer per module: norms, linear (dense or quantized weights), attention, Mamba2, MLP, MoE, embeddings/RoPE."""

@@ -1,0 +1,32 @@
+"""GQA attention block mixer: fused qkv projection, optional RoPE, the context does the cached attention."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from engine.config import AttentionSpec
+from engine.layers.embedding import RotaryEmbedding
+from engine.layers.linear import Linear
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden_size: int, spec: AttentionSpec, attn_idx: int):
+        super().__init__()
+        self.spec, self.attn_idx = spec, attn_idx
+        self.q_size = spec.num_heads * spec.head_dim
+        self.kv_size = spec.num_kv_heads * spec.head_dim
+        self.qkv_proj = Linear(hidden_size, self.q_size + 2 * self.kv_size, bias=spec.bias)
+        self.o_proj = Linear(self.q_size, hidden_size, bias=False)
+        self.rotary = RotaryEmbedding(spec.head_dim, spec.rope_theta, spec.rope_scaling) if spec.rope else None
+        self.scale = spec.head_dim ** -0.5
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
+        s = self.spec
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = q.view(-1, s.num_heads, s.head_dim)
+        k = k.view(-1, s.num_kv_heads, s.head_dim)
+        v = v.view(-1, s.num_kv_heads, s.head_dim)
+        if self.rotary is not None:
+            q, k = self.rotary(q, positions), self.rotary(k, positions)
+        out = ctx.attend(self.attn_idx, q, k, v, self.scale, s.sliding_window)
+        return self.o_proj(out.reshape(-1, self.q_size))

@@ -1,0 +1,50 @@
+"""Token embedding and rotary position embedding (HF ``rotate_half`` layout, default and llama3 scaling)."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab_size: int, hidden_size: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, hidden_size), requires_grad=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.weight.shape[0]):
+            raise ValueError(f"token id out of range [0, {self.weight.shape[0]}): min {int(ids.min())}, "
+                             f"max {int(ids.max())}")
+        return self.weight[ids]
+
+
+def _llama3_inv_freq(inv_freq: torch.Tensor, s: dict) -> torch.Tensor:
+    factor, low, high = s["factor"], s.get("low_freq_factor", 1.0), s.get("high_freq_factor", 4.0)
+    old_ctx = s.get("original_max_position_embeddings", 8192)
+    low_wavelen, high_wavelen = old_ctx / low, old_ctx / high
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+    smooth = (old_ctx / wavelen - low) / (high - low)
+    mid = (1 - smooth) * scaled / factor + smooth * scaled
+    is_mid = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    return torch.where(is_mid, mid, scaled)
+
+
+class RotaryEmbedding(nn.Module):
+    def __init__(self, head_dim: int, theta: float, scaling: Optional[dict] = None):
+        super().__init__()
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+        if scaling and scaling.get("rope_type", scaling.get("type")) == "llama3":
+            inv_freq = _llama3_inv_freq(inv_freq, scaling)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x [T, heads, hd], positions [T] -> rotated x (same dtype)."""
+        freqs = positions.to(self.inv_freq.device).float()[:, None] * self.inv_freq[None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)
+        cos, sin = emb.cos()[:, None, :].to(x.dtype), emb.sin()[:, None, :].to(x.dtype)
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin

@@ -1,0 +1,74 @@
+"""Mamba2 mixer: in_proj -> causal conv1d (x, B, C) -> SSD -> gated grouped RMSNorm -> out_proj.
+
+Each sequence's (conv_state, ssm_state) lives in the ForwardContext; prefill spans run the chunked scan
+from their stored state (so prompts can be prefilled in pieces), decode steps run the one-token recurrence
+for all sequences at once. The SSM state is always fp32.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import MambaSpec
+from engine.layers.linear import Linear
+from engine.layers.rmsnorm import GatedRMSNorm
+from engine.ops.ssd import causal_conv1d, causal_conv1d_step, ssd_chunk_scan, ssd_step
+
+
+class Mamba2Mixer(nn.Module):
+    def __init__(self, hidden_size: int, spec: MambaSpec, mamba_idx: int, eps: float):
+        super().__init__()
+        self.spec, self.mamba_idx = spec, mamba_idx
+        d_inner, conv_dim, H = spec.d_inner, spec.conv_dim, spec.num_heads
+        self.in_proj = Linear(hidden_size, d_inner + conv_dim + H, bias=spec.use_bias)  # [gate; xBC; dt]
+        self.conv_weight = nn.Parameter(torch.empty(conv_dim, spec.conv_kernel), requires_grad=False)
+        self.conv_bias = nn.Parameter(torch.zeros(conv_dim), requires_grad=False) if spec.use_conv_bias else None
+        self.dt_bias = nn.Parameter(torch.zeros(H), requires_grad=False)
+        self.A_log = nn.Parameter(torch.zeros(H), requires_grad=False)
+        self.D = nn.Parameter(torch.ones(H), requires_grad=False)
+        self.norm = GatedRMSNorm(d_inner, d_inner // spec.n_groups, eps)
+        self.out_proj = Linear(d_inner, hidden_size, bias=spec.use_bias)
+
+    def state_shapes(self) -> tuple[tuple[int, int], tuple[int, int, int]]:
+        s = self.spec
+        return (s.conv_dim, s.conv_kernel - 1), (s.num_heads, s.head_dim, s.ssm_state_size)
+
+    def _dt(self, dt_raw: torch.Tensor) -> torch.Tensor:
+        lo, hi = self.spec.dt_limits
+        dt = F.softplus(dt_raw.float() + self.dt_bias.float())
+        if lo > 0.0 or hi != float("inf"):
+            dt = dt.clamp(min=lo, max=hi)
+        return dt
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
+        s = self.spec
+        H, P, G, N = s.num_heads, s.head_dim, s.n_groups, s.ssm_state_size
+        gate, xbc, dt_raw = self.in_proj(x).split([s.d_inner, s.conv_dim, H], dim=-1)
+        dt = self._dt(dt_raw)
+        A = -torch.exp(self.A_log.float())
+        if ctx.is_decode:
+            conv_state, ssm_state = ctx.mamba_state_batch(self.mamba_idx)
+            xbc, conv_state = causal_conv1d_step(xbc, conv_state, self.conv_weight, self.conv_bias)
+            xbc = F.silu(xbc)
+            xs, B, C = xbc.split([s.d_inner, G * N, G * N], dim=-1)
+            xs = xs.view(-1, H, P)
+            y, ssm_state = ssd_step(ssm_state, xs, dt, A, B.view(-1, G, N), C.view(-1, G, N))
+            y = y + xs.float() * self.D.float()[:, None]
+            ctx.set_mamba_state_batch(self.mamba_idx, conv_state, ssm_state)
+        else:
+            outs = []
+            for seq, span in enumerate(ctx.spans):
+                sl = slice(span.start, span.start + span.length)
+                conv_state, ssm_state = ctx.mamba_state(self.mamba_idx, seq)
+                h, conv_state = causal_conv1d(xbc[sl].t(), conv_state, self.conv_weight, self.conv_bias)
+                h = F.silu(h.t())
+                xs, B, C = h.split([s.d_inner, G * N, G * N], dim=-1)
+                xs = xs.reshape(-1, H, P)
+                y, ssm_state = ssd_chunk_scan(xs, dt[sl], A, B.reshape(-1, G, N), C.reshape(-1, G, N),
+                                              s.chunk_size, ssm_state)
+                outs.append(y + xs.float() * self.D.float()[:, None])
+                ctx.set_mamba_state(self.mamba_idx, seq, conv_state, ssm_state)
+            y = torch.cat(outs)
+        y = self.norm(y.reshape(-1, s.d_inner), gate)
+        return self.out_proj(y.to(x.dtype))

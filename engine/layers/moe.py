@@ -1,0 +1,95 @@
+"""Nemotron-H MoE: sigmoid router with e_score_correction_bias and grouped top-k, optional latent
+fc1/fc2 projections around relu² routed experts, plus a shared expert on the un-projected input.
+
+Only the experts some token picked are touched; compressed (FP8/NVFP4) expert weights are dequantized one
+expert at a time on use.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import MlpSpec, MoeSpec
+from engine.layers.linear import Linear
+from engine.layers.mlp import MLP
+
+
+class Experts(nn.Module):
+    """Routed experts as stacked weights: up [E, I, D], down [E, D, I] (D = latent or hidden size)."""
+
+    def __init__(self, n_experts: int, dim: int, intermediate: int):
+        super().__init__()
+        self.up = nn.Parameter(torch.empty(n_experts, intermediate, dim), requires_grad=False)
+        self.down = nn.Parameter(torch.empty(n_experts, dim, intermediate), requires_grad=False)
+        self.compressed_up: Optional[list] = None  # per-expert QuantizedTensor, when stored compressed
+        self.compressed_down: Optional[list] = None
+
+    def expert_weights(self, e: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.compressed_up is not None:
+            return self.compressed_up[e].dequantize(dtype), self.compressed_down[e].dequantize(dtype)
+        return self.up[e].to(dtype), self.down[e].to(dtype)
+
+    def forward(self, x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
+        flat = topk_idx.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        counts = torch.bincount(flat, minlength=self.up.shape[0] if self.compressed_up is None
+                                else len(self.compressed_up)).tolist()
+        token_of = order // topk_idx.shape[1]
+        weight_of = topk_w.reshape(-1)[order]
+        start = 0
+        for e, n in enumerate(counts):
+            if n == 0:
+                continue
+            tok = token_of[start:start + n]
+            up, down = self.expert_weights(e, x.dtype)
+            h = torch.relu(F.linear(x[tok], up)).square()
+            out.index_add_(0, tok, F.linear(h, down).float() * weight_of[start:start + n, None])
+            start += n
+        return out.to(x.dtype)
+
+
+class MoE(nn.Module):
+    def __init__(self, hidden_size: int, spec: MoeSpec):
+        super().__init__()
+        if spec.activation != "relu2":
+            raise ValueError(f"MoE experts support relu² only (got {spec.activation!r})")
+        if spec.n_routed_experts % spec.n_group:
+            raise ValueError(f"n_routed_experts {spec.n_routed_experts} not divisible by n_group {spec.n_group}")
+        self.spec = spec
+        self.router_weight = nn.Parameter(torch.zeros(spec.n_routed_experts, hidden_size), requires_grad=False)
+        self.e_score_correction_bias = nn.Parameter(torch.zeros(spec.n_routed_experts), requires_grad=False)
+        dim = spec.latent_size or hidden_size
+        self.fc1_latent = Linear(hidden_size, dim, bias=spec.bias) if spec.latent_size else None
+        self.fc2_latent = Linear(dim, hidden_size, bias=spec.bias) if spec.latent_size else None
+        self.experts = Experts(spec.n_routed_experts, dim, spec.moe_intermediate_size)
+        self.shared = (MLP(hidden_size, MlpSpec(spec.shared_intermediate_size, "relu2", spec.bias))
+                       if spec.shared_intermediate_size else None)
+
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [T, H] -> (weights [T, k] fp32, expert ids [T, k]); router math in fp32 as in the reference."""
+        s = self.spec
+        scores = F.linear(x.float(), self.router_weight.float()).sigmoid()
+        choice = scores + self.e_score_correction_bias.float()
+        if s.n_group > 1:
+            per_group = s.n_routed_experts // s.n_group
+            group_scores = choice.view(-1, s.n_group, per_group).topk(2, dim=-1)[0].sum(-1)
+            keep = torch.zeros_like(group_scores).scatter_(
+                1, group_scores.topk(s.topk_group, dim=-1, sorted=False)[1], 1.0).bool()
+            choice = choice.masked_fill(~keep.repeat_interleave(per_group, dim=1), float("-inf"))
+        idx = choice.topk(s.num_experts_per_tok, dim=-1, sorted=False)[1]
+        w = scores.gather(1, idx)
+        if s.norm_topk_prob:
+            w = w / (w.sum(-1, keepdim=True) + 1e-20)
+        return w * s.routed_scaling_factor, idx
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w, idx = self.route(x)
+        h = self.fc1_latent(x) if self.fc1_latent is not None else x
+        h = self.experts(h, idx, w)
+        if self.fc2_latent is not None:
+            h = self.fc2_latent(h)
+        return h + self.shared(x) if self.shared is not None else h

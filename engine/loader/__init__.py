@@ -1,0 +1,154 @@
+"""``load_model(path)``: a ``.gguf`` file (llama) or a Hugging Face folder (config.json + safetensors:
+Nemotron-H, Nemotron-H Puzzle, Llama) -> our ``HybridLM`` with its tokenizer.
+
+Dense weights are cast to ``dtype``; FP8 / NVFP4 weights stay compressed (dequantized per layer on use).
+The MoE router and its correction bias stay fp32, as in the reference implementation.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from engine.config import ModelConfig
+from engine.hf_config import model_config_from_hf
+from engine.layers.linear import Linear
+from engine.layers.moe import Experts
+from engine.loader.names import llama_names, nemotron_names
+from engine.models.hybrid import HybridLM
+from engine.quant import QuantizedTensor
+from engine.tokenizer import Tokenizer
+
+_FP32_PARAMS = ("router_weight", "e_score_correction_bias")
+
+
+@dataclass
+class LoadedModel:
+    model: HybridLM
+    config: ModelConfig
+    tokenizer: Optional[Tokenizer]  # None for a folder without tokenizer.json (e.g. test checkpoints)
+    path: Path
+
+
+def _module_and_attr(model: torch.nn.Module, dotted: str):
+    mod_path, _, attr = dotted.rpartition(".")
+    return model.get_submodule(mod_path) if mod_path else model, attr
+
+
+def _expert_parts(source, name: str, n_experts: int) -> list:
+    """Stacked ``...experts.up_proj`` or per-expert ``...experts.{e}.up_proj.weight``."""
+    if source.has(name):
+        w = source.get(name)
+        return [w] if isinstance(w, torch.Tensor) else [w[e] for e in range(n_experts)]
+    base, _, proj = name.rpartition(".")
+    per_expert = [f"{base}.{e}.{proj}.weight" for e in range(n_experts)]
+    if not source.has(per_expert[0]):
+        raise KeyError(f"checkpoint has neither {name!r} nor {per_expert[0]!r}")
+    return [source.get(n) for n in per_expert]
+
+
+def assign_weights(model: HybridLM, source, names: dict[str, list[str]], dtype: torch.dtype, device) -> None:
+    """Fill every parameter named in ``names`` from ``source``; raise on a missing or misshaped tensor."""
+    for ours, srcs in names.items():
+        module, attr = _module_and_attr(model, ours)
+        if isinstance(module, Experts):
+            parts = _expert_parts(source, srcs[0], module.up.shape[0])
+            _set_experts(module, attr, parts, dtype, device)
+            continue
+        parts = [source.get(s) for s in srcs]
+        if isinstance(module, Linear) and attr == "weight":
+            module.set_weight(parts, dtype, device)
+            continue
+        if any(isinstance(p, QuantizedTensor) for p in parts):
+            parts = [p.dequantize(torch.float32) if isinstance(p, QuantizedTensor) else p for p in parts]
+        t = torch.cat(parts) if len(parts) > 1 else parts[0]
+        current = getattr(module, attr)
+        if attr == "conv_weight" and t.dim() == 3:
+            t = t.squeeze(1)  # HF conv1d weight [C, 1, K]
+        if tuple(t.shape) != tuple(current.shape):
+            raise ValueError(f"{srcs[0]}: shape {tuple(t.shape)} does not match {ours} {tuple(current.shape)}")
+        target = torch.float32 if attr in _FP32_PARAMS else dtype
+        setattr(module, attr, torch.nn.Parameter(t.to(device=device, dtype=target).contiguous(), requires_grad=False))
+
+
+def _set_experts(module: Experts, attr: str, parts: list, dtype, device) -> None:
+    current = getattr(module, attr)
+    if all(isinstance(p, torch.Tensor) for p in parts):
+        t = parts[0] if len(parts) == 1 else torch.stack(parts)
+        if tuple(t.shape) != tuple(current.shape):
+            raise ValueError(f"experts.{attr}: shape {tuple(t.shape)} does not match {tuple(current.shape)}")
+        setattr(module, attr, torch.nn.Parameter(t.to(device=device, dtype=dtype).contiguous(), requires_grad=False))
+        return
+    if tuple(parts[0].shape) != tuple(current.shape[1:]):
+        raise ValueError(f"experts.{attr}: expert shape {tuple(parts[0].shape)} != {tuple(current.shape[1:])}")
+    setattr(module, f"compressed_{attr}", [p.to(device) for p in parts])
+    setattr(module, attr, torch.nn.Parameter(torch.empty(len(parts), 0, 0, dtype=dtype, device=device),
+                                             requires_grad=False))
+
+
+def _load_gguf(path: Path, dtype, device) -> LoadedModel:
+    import gguf
+
+    from engine.loader.gguf_source import GgufSource, hf_config_from_gguf
+
+    reader = gguf.GGUFReader(str(path))
+    config = model_config_from_hf(hf_config_from_gguf(reader))
+    source = GgufSource(path, reader)
+    with torch.device("meta"):
+        model = HybridLM(config)
+    assign_weights(model, source, llama_names(config), dtype, device)
+    _materialize_buffers(model, config, device)
+    return LoadedModel(model.eval(), config, Tokenizer.from_gguf_reader(reader), path)
+
+
+def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:
+    from engine.loader.safetensors_source import SafetensorsSource
+
+    cfg_file = folder / "config.json"
+    if not cfg_file.exists():
+        raise FileNotFoundError(f"{folder} has no config.json")
+    config = model_config_from_hf(json.loads(cfg_file.read_text()))
+    source = SafetensorsSource(folder)
+    if config.arch == "llama":
+        names = llama_names(config)
+    else:
+        prefix = "backbone" if any(k.startswith("backbone.") for k in source.keys()) else "model"
+        names = nemotron_names(config, prefix)
+    if config.tie_word_embeddings is False and "lm_head.weight" in names and not source.has("lm_head.weight"):
+        raise KeyError(f"{folder}: config says untied embeddings but the checkpoint has no lm_head.weight")
+    with torch.device("meta"):
+        model = HybridLM(config)
+    assign_weights(model, source, names, dtype, device)
+    _materialize_buffers(model, config, device)
+    tokenizer = Tokenizer.from_hf_folder(folder, config.eos_token_ids) if (folder / "tokenizer.json").exists() else None
+    return LoadedModel(model.eval(), config, tokenizer, folder)
+
+
+def _materialize_buffers(model: HybridLM, config: ModelConfig, device) -> None:
+    """Non-checkpoint state built on the meta device (rope inv_freq, optional biases) gets real values."""
+    from engine.layers.attention import Attention
+    from engine.layers.embedding import RotaryEmbedding
+
+    for module in model.modules():
+        if isinstance(module, Attention) and module.rotary is not None:
+            spec = module.spec
+            module.rotary = RotaryEmbedding(spec.head_dim, spec.rope_theta, spec.rope_scaling).to(device)
+    for name, p in list(model.named_parameters()):
+        if p.is_meta:
+            raise KeyError(f"parameter {name} was not loaded from the checkpoint")
+
+
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+               ) -> LoadedModel:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"model path {path} does not exist")
+    with torch.inference_mode(False), torch.no_grad():
+        if path.suffix == ".gguf":
+            return _load_gguf(path, dtype, device)
+        if path.is_dir():
+            return _load_hf_folder(path, dtype, device)
+    raise ValueError(f"{path} is neither a .gguf file nor a Hugging Face model folder")

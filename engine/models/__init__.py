@@ -1,0 +1,1 @@
+"""Model classes built from a ModelConfig."""

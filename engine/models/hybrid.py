@@ -1,0 +1,90 @@
+"""One model for every supported architecture: a stack of pre-norm residual blocks from ``config.blocks``.
+
+``forward`` takes a packed batch (the new tokens of all sequences of one step, see forward_context.py) and
+returns final-normed hidden states; ``compute_logits`` applies the LM head to the rows the caller wants
+(usually each sequence's last token), in fp32.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import BlockSpec, ModelConfig
+from engine.layers.attention import Attention
+from engine.layers.embedding import Embedding
+from engine.layers.linear import Linear
+from engine.layers.mamba2 import Mamba2Mixer
+from engine.layers.mlp import MLP
+from engine.layers.moe import MoE
+from engine.layers.rmsnorm import RMSNorm
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig, spec: BlockSpec, kind_idx: int):
+        super().__init__()
+        self.kind = spec.kind
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        H = config.hidden_size
+        if spec.kind == "mamba":
+            self.mixer = Mamba2Mixer(H, spec.mamba, kind_idx, config.rms_norm_eps)
+        elif spec.kind == "attention":
+            self.mixer = Attention(H, spec.attention, kind_idx)
+        elif spec.kind == "mlp":
+            self.mixer = MLP(H, spec.mlp)
+        elif spec.kind == "moe":
+            self.mixer = MoE(H, spec.moe)
+        else:
+            raise ValueError(f"unknown block kind {spec.kind!r}")
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
+        h = self.norm(x)
+        if self.kind in ("mamba", "attention"):
+            h = self.mixer(h, positions, ctx)
+        else:
+            h = self.mixer(h)
+        return x + h
+
+
+class HybridLM(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = Embedding(config.vocab_size, config.hidden_size)
+        counters: dict[str, int] = {}
+        blocks = []
+        for spec in config.blocks:
+            blocks.append(Block(config, spec, counters.get(spec.kind, 0)))
+            counters[spec.kind] = counters.get(spec.kind, 0) + 1
+        self.blocks = nn.ModuleList(blocks)
+        self.norm_f = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed.weight.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
+    def mamba_layers(self) -> list[Mamba2Mixer]:
+        return [b.mixer for b in self.blocks if b.kind == "mamba"]
+
+    def mamba_state_shapes(self) -> list[tuple[tuple[int, int], tuple[int, int, int]]]:
+        """Per Mamba layer (in mamba_idx order): (conv_state shape, ssm_state shape) of one sequence."""
+        return [m.state_shapes() for m in self.mamba_layers()]
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
+        if input_ids.dim() != 1 or positions.shape != input_ids.shape:
+            raise ValueError(f"expected packed input_ids [T] and positions [T], got {tuple(input_ids.shape)} "
+                             f"and {tuple(positions.shape)}")
+        x = self.embed(input_ids.to(self.device))
+        positions = positions.to(self.device)
+        for block in self.blocks:
+            x = block(x, positions, ctx)
+        return self.norm_f(x)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        w = self.embed.weight if self.lm_head is None else self.lm_head.dense_weight(hidden.dtype)
+        return F.linear(hidden, w).float()

@@ -1,0 +1,78 @@
+"""The packaged SmolLM2-135M GGUF in our engine equals transformers' Llama on the same dequantized weights,
+and our GGUF tokenizer + chat template equal transformers' GGUF tokenizer."""
+import pytest
+import torch
+
+from engine.forward_context import DenseContext
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = [{"role": "system", "content": "You answer questions about contracts."},
+            {"role": "user", "content": "What does an indemnification clause do in a supply agreement?"}]
+
+
+def transformers_llama_from_gguf(path):
+    """transformers' own GGUF path (config, dequantization, Q/K un-permutation) into LlamaForCausalLM."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    meta = load_gguf_checkpoint(str(path), return_tensors=False)["config"]
+    config = LlamaConfig(**{k: v for k, v in meta.items() if k not in ("model_type", "architectures")})
+    with torch.device("meta"):
+        ref = LlamaForCausalLM(config)
+    tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=ref)["tensors"]
+    tensors.setdefault("lm_head.weight", tensors["model.embed_tokens.weight"])
+    ref.load_state_dict(tensors, strict=True, assign=True)
+    ref.model.rotary_emb = type(ref.model.rotary_emb)(config=config)  # inv_freq was built on meta
+    return ref.eval()
+
+
+def test_logits_equal_transformers_llama_on_chat_prompt(smollm2):
+    from app.settings import packaged_llm_gguf
+
+    ids = smollm2.tokenizer.apply_chat_template(MESSAGES)
+    assert len(ids) > 30
+    ctx = DenseContext.for_model(smollm2.model).next_step([len(ids)])
+    with torch.inference_mode():
+        ours = smollm2.model.compute_logits(smollm2.model(torch.tensor(ids), torch.arange(len(ids)), ctx))
+        ref = transformers_llama_from_gguf(packaged_llm_gguf())
+        theirs = ref(torch.tensor([ids])).logits[0].float()
+    # fp32 on both sides; differences come from summation order only
+    assert torch.allclose(ours, theirs, atol=2e-3, rtol=0), (ours - theirs).abs().max()
+    assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
+
+
+def test_tokenizer_and_chat_template_equal_transformers(smollm2):
+    from transformers import AutoTokenizer
+
+    from app.settings import packaged_llm_gguf
+
+    path = packaged_llm_gguf()
+    ref = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    tok = smollm2.tokenizer
+    text = ref.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
+    assert tok.render_chat(MESSAGES) == text
+    assert tok.apply_chat_template(MESSAGES) == ref(text, add_special_tokens=False)["input_ids"]
+    assert tok.eos_token_ids == {ref.eos_token_id} and tok.vocab_size == 49152
+    sample = "Section 4.2 (Indemnity): the Supplier shall indemnify... café — ok"
+    assert tok.decode(tok.encode(sample)) == sample
+    # SmolLM2's own tokenizer splits digits one by one (transformers' GGUF conversion does not)
+    assert tok.encode("2024") == [tok.token_to_id(d) for d in "2024"]
+
+
+def test_greedy_answer_is_sensible(smollm2):
+    tok = smollm2.tokenizer
+    ids = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}])
+    ctx = DenseContext.for_model(smollm2.model).next_step([len(ids)])
+    out = []
+    with torch.inference_mode():
+        h = smollm2.model(torch.tensor(ids), torch.arange(len(ids)), ctx)
+        pos = len(ids)
+        for _ in range(12):
+            nxt = int(smollm2.model.compute_logits(h[-1:]).argmax())
+            if nxt in tok.eos_token_ids:
+                break
+            out.append(nxt)
+            h = smollm2.model(torch.tensor([nxt]), torch.tensor([pos]), ctx.next_step([1]))
+            pos += 1
+    assert "Paris" in tok.decode(out)
