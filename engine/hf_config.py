@@ -25,6 +25,13 @@ _LAYER_TYPE_NAMES = {
 }
 
 
+def _float(v) -> float:
+    """transformers 5 writes inf into config.json as {"__float__": "Infinity"}."""
+    if isinstance(v, dict) and "__float__" in v:
+        return float(v["__float__"])
+    return float(v)
+
+
 def _eos_ids(d: dict) -> tuple[int, ...]:
     eos = d.get("eos_token_id")
     if eos is None:
@@ -71,7 +78,7 @@ def _nemotron_block(kind: str, d: dict) -> BlockSpec:
             conv_kernel=d.get("conv_kernel", d.get("mamba_d_conv", 4)),
             chunk_size=d.get("chunk_size", d.get("mamba_chunk_size", 128)),
             use_conv_bias=d.get("use_conv_bias", True), use_bias=d.get("use_bias", False),
-            time_step_limit=tuple(d.get("time_step_limit", (0.0, float("inf")))),
+            time_step_limit=tuple(_float(v) for v in d.get("time_step_limit") or (0.0, float("inf"))),
             time_step_min=d.get("time_step_min", 0.001)))
     if kind == "attention":
         n_heads = d["num_attention_heads"]

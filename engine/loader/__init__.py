@@ -141,9 +141,20 @@ def _materialize_buffers(model: HybridLM, config: ModelConfig, device) -> None:
             raise KeyError(f"parameter {name} was not loaded from the checkpoint")
 
 
-def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
-               ) -> LoadedModel:
-    path = Path(path)
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+               mamba_dt_clamp: Optional[str] = None) -> LoadedModel:
+    """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers)."""
+    loaded = _load(Path(path), dtype, device)
+    if mamba_dt_clamp is not None:
+        if mamba_dt_clamp not in ("kernel", "torch_forward"):
+            raise ValueError(f"mamba_dt_clamp must be 'kernel' or 'torch_forward', got {mamba_dt_clamp!r}")
+        for b in loaded.config.blocks:
+            if b.mamba is not None:
+                b.mamba.dt_clamp = mamba_dt_clamp  # the mixers hold these same spec objects
+    return loaded
+
+
+def _load(path: Path, dtype, device) -> LoadedModel:
     if not path.exists():
         raise FileNotFoundError(f"model path {path} does not exist")
     with torch.inference_mode(False), torch.no_grad():
