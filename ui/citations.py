@@ -19,7 +19,8 @@ def citation_title(index: int, citation: dict) -> str:
 
 def citation_body(citation: dict) -> str:
     quote = (citation.get("quote") or "").strip() or "(no passage text)"
-    quoted = "\n".join("> " + html.escape(line) if line.strip() else ">" for line in quote.splitlines())
+    quoted = "\n".join("> " + html.escape(line, quote=False) if line.strip() else ">"
+                        for line in quote.splitlines())
     section = citation.get("section")
     where = [f"**Document:** {html.escape(str(citation.get('filename') or citation.get('doc_id')))}"]
     if citation.get("page") not in (None, ""):

@@ -102,6 +102,23 @@ def documents_table(service: Any, tenant: str) -> list[list]:
     return rows
 
 
+def documents_html(rows: list[list]) -> str:
+    """The tenant's documents as a table with one ``tr.doc-row`` per document (stable hooks for tests)."""
+    if not rows:
+        return "<p class='lx-muted' id='lib-docs-empty'>No documents yet.</p>"
+    keys = ["name", "status", "pages", "chunks", "tables", "error", "id"]
+    head = "".join(f"<th align=left>{c}</th>" for c in DOC_COLUMNS)
+    body = []
+    for r in rows:
+        cells = []
+        for key, value in zip(keys, r):
+            style = " style='color:#c62828'" if key == "error" or (key == "status" and value in FAILED) else ""
+            cells.append(f"<td class='doc-{key}'{style}>{html.escape(str(value if value is not None else ''))}</td>")
+        body.append(f"<tr class='doc-row' data-filename='{html.escape(str(r[0]))}'>{''.join(cells)}</tr>")
+    return ("<table id='docs-table' style='width:100%;border-collapse:collapse'>"
+            f"<tr>{head}</tr>{''.join(body)}</table>")
+
+
 def delete_choices(rows: list[list]) -> list[tuple[str, str]]:
     return [(f"{r[0]} ({r[6]})", str(r[6])) for r in rows if r[6] is not None]
 
@@ -139,7 +156,7 @@ def upload_files(service: Any, tenant: str, paths: list[str]):
 
 
 def build_library_tab(service: Any, session: gr.State):
-    """Builds the tab; returns (documents dataframe, delete dropdown) for the login hook to fill."""
+    """Builds the tab; returns (documents table, delete dropdown) for the login hook to fill."""
     gr.Markdown("Upload PDF, DOCX, HTML, TXT/Markdown, XLSX or CSV files. Each file is parsed, split into "
                 "passages with page numbers, embedded, and its tables are extracted for BI questions.")
     files = gr.File(file_count="multiple", type="filepath", label="Documents", elem_id="lib-files",
@@ -147,7 +164,7 @@ def build_library_tab(service: Any, session: gr.State):
     upload = gr.Button("Upload and ingest", variant="primary", elem_id="lib-upload")
     progress = gr.HTML(progress_html([]), elem_id="lib-progress")
     gr.Markdown("### Your documents")
-    docs = gr.Dataframe(headers=DOC_COLUMNS, value=[], interactive=False, elem_id="lib-docs", wrap=True)
+    docs = gr.HTML(documents_html([]), elem_id="lib-docs")
     with gr.Row():
         to_delete = gr.Dropdown(choices=[], label="Document to delete", elem_id="lib-delete-pick", scale=3)
         delete = gr.Button("Delete", variant="stop", elem_id="lib-delete", scale=1)
@@ -165,7 +182,7 @@ def build_library_tab(service: Any, session: gr.State):
         for last in upload_files(service, tenant, list(paths)):
             yield last, gr.skip(), gr.skip(), gr.skip()
         rows = documents_table(service, tenant)
-        yield last, rows, gr.Dropdown(choices=delete_choices(rows), value=None), None
+        yield last, documents_html(rows), gr.Dropdown(choices=delete_choices(rows), value=None), None
 
     def run_delete(doc_id: str | None, sess: dict | None):
         tenant = require_tenant(sess)
@@ -174,7 +191,7 @@ def build_library_tab(service: Any, session: gr.State):
         ok = service.delete_document(tenant, doc_id)
         rows = documents_table(service, tenant)
         note = f"Deleted `{doc_id}`." if ok else f"No document `{doc_id}` (already deleted?)."
-        return rows, gr.Dropdown(choices=delete_choices(rows), value=None), note
+        return documents_html(rows), gr.Dropdown(choices=delete_choices(rows), value=None), note
 
     upload.click(run_upload, [files, session], [progress, docs, to_delete, files], concurrency_limit=None)
     delete.click(run_delete, [to_delete, session], [docs, to_delete, status])
@@ -183,6 +200,6 @@ def build_library_tab(service: Any, session: gr.State):
 
 
 def library_values(service: Any, tenant: str) -> tuple:
-    """Values for (documents dataframe, delete dropdown) right after login."""
+    """Values for (documents table, delete dropdown) right after login."""
     rows = documents_table(service, tenant)
-    return rows, gr.Dropdown(choices=delete_choices(rows), value=None)
+    return documents_html(rows), gr.Dropdown(choices=delete_choices(rows), value=None)

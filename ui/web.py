@@ -80,7 +80,7 @@ def build_ui(service: Any) -> gr.Blocks:
         def leave(vis: dict | None):
             vis = {**empty_visit(), **(vis or {}), "api_key": ""}  # threads stay remembered for next login
             return (None, "Logged out.", gr.Column(visible=True), gr.Column(visible=False), "", vis, "",
-                    [], [], None, gr.skip(), [], gr.Dropdown(choices=[], value=None), "")
+                    [], [], None, gr.skip(), "", gr.Dropdown(choices=[], value=None), "")
 
         logout_button.click(leave, [visit], login_outputs)
 
