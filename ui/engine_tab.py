@@ -22,7 +22,9 @@ def _ratio(used: Any, total: Any) -> tuple[str, int | None]:
     return f"{used if used is not None else '?'} / {total if total is not None else '?'}", None
 
 
-def _snapshot_text(snapshots: Any) -> str:
+def _snapshot_text(snapshots: Any, names: Any = None) -> str:
+    if isinstance(snapshots, int) and isinstance(names, (list, tuple)):
+        return f"{snapshots}" + (": " + ", ".join(map(str, names)) if names else "")
     if isinstance(snapshots, dict):
         return f"{len(snapshots)}: " + ", ".join(f"{k} ({v} tok)" if v else str(k) for k, v in snapshots.items())
     if isinstance(snapshots, (list, tuple)):
@@ -36,14 +38,21 @@ def stats_html(stats: dict) -> str:
     kv, kv_pct = _ratio(stats.get("kv_blocks_used"), stats.get("kv_blocks_total"))
     mamba, mamba_pct = _ratio(stats.get("mamba_slots_used"), stats.get("mamba_slots_total"))
     tps = stats.get("tokens_per_s")
+    kv_label = "KV pool blocks"
+    if stats.get("block_size") or stats.get("kv_dtype"):
+        kv_label += f" ({stats.get('block_size', '?')} tok, {stats.get('kv_dtype', '?')})"
     tiles = [
         ("Running requests", stats.get("running", "n/a"), None),
         ("Queued requests", stats.get("waiting", stats.get("queued", "n/a")), None),
-        ("KV pool blocks", kv, kv_pct),
+        (kv_label, kv, kv_pct),
         ("Mamba state slots", mamba, mamba_pct),
-        ("Snapshots held", _snapshot_text(stats.get("snapshots")), None),
+        ("Snapshots held", _snapshot_text(stats.get("snapshots"), stats.get("snapshot_names")), None),
         ("Tokens / s", f"{tps:,.1f}" if isinstance(tps, (int, float)) else "n/a", None),
     ]
+    if stats.get("generated_tokens") is not None:
+        tiles.append(("Generated tokens", f"{stats['generated_tokens']:,}", None))
+    if stats.get("peak_batch") is not None:
+        tiles.append(("Peak batch", f"{stats['peak_batch']} of {stats.get('max_num_seqs', '?')}", None))
     cells = []
     for label, value, pct in tiles:
         bar = (f"<progress max='100' value='{pct}' style='width:100%'></progress><div style='font-size:0.75em'>"

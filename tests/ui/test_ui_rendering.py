@@ -99,4 +99,8 @@ def test_tiles_format_numbers_and_usage():
     stats = stats_html({"running": 2, "waiting": 1, "kv_blocks_used": 64, "kv_blocks_total": 256,
                         "mamba_slots_used": 1, "mamba_slots_total": 8, "snapshots": ["doc-a"], "tokens_per_s": 12.5})
     assert "64 / 256" in stats and "25% used" in stats and "12.5" in stats and "doc-a" in stats
+    engine = stats_html({"kv_blocks_used": 3, "kv_blocks_total": 4, "block_size": 16, "kv_dtype": "bfloat16",
+                         "snapshots": 2, "snapshot_names": ["a", "b"], "generated_tokens": 1200, "peak_batch": 3,
+                         "max_num_seqs": 8})
+    assert "(16 tok, bfloat16)" in engine and "2: a, b" in engine and "1,200" in engine and "3 of 8" in engine
     assert "page 3" in sources_markdown({"citations": [{"filename": "fs.pdf", "page": 3}]})
