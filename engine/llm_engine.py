@@ -101,6 +101,7 @@ class LLMEngine:
         self._detok: dict[int, _Detok] = {}
         self._snapshot_target: dict[int, str] = {}
         self.generated_tokens = 0
+        self.peak_batch = 0
         self.started = time.monotonic()
 
     def encode(self, prompt: Prompt) -> list[int]:
@@ -142,6 +143,7 @@ class LLMEngine:
         batch = self.scheduler.schedule()
         if not batch.seqs:
             return []
+        self.peak_batch = max(self.peak_batch, len(batch.seqs))
         drafted = {s.seq_id: (len(s.draft), s.num_cached) for s in batch.seqs if s.draft}
         backup = self._backup_states([s for s in batch.seqs if s.draft]) if drafted and self.runner.has_mamba else None
         tokens, _ = self.runner.run(batch)
@@ -214,7 +216,7 @@ class LLMEngine:
             "mamba_slots_used": s.states.num_used, "mamba_slots_total": s.states.num_slots,
             "snapshots": len(s.snapshots), "snapshot_names": sorted(s.snapshots.snapshots),
             "snapshot_evictions": s.snapshots.evictions,
-            "generated_tokens": self.generated_tokens, "tokens_per_s": self.generated_tokens / elapsed,
+            "generated_tokens": self.generated_tokens, "peak_batch": self.peak_batch, "tokens_per_s": self.generated_tokens / elapsed,
             "speculative": self.lookup is not None, "spec_mean_acceptance_length": self.spec.mean_acceptance_length,
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
         }
