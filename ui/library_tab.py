@@ -52,17 +52,25 @@ def _progress_of(job: dict) -> float:
     done, total = job.get("done") or job.get("completed"), job.get("total")
     if isinstance(done, (int, float)) and isinstance(total, (int, float)) and total:
         return min(1.0, done / total)
+    items = _job_items(job)
+    if items:  # per-file items of an ingestion job: the share no longer pending
+        return sum(1 for i in items if str(i.get("status")).lower() not in {"pending", "running"}) / len(items)
     return 0.0
+
+
+def _job_items(job: dict) -> list[dict]:
+    items = job.get("documents") or job.get("results") or job.get("items") or []
+    return [i for i in items if isinstance(i, dict)]
 
 
 def apply_job(row: FileRow, job: dict) -> FileRow:
     """Update a file's row from a job dict (``status``, ``progress``, ``error``, per-document results)."""
     status = str(job.get("status") or row.status).lower()
     row.status, row.progress = status, _progress_of(job)
-    docs = job.get("documents") or job.get("results") or []
-    errors = [d.get("error") for d in docs if isinstance(d, dict) and d.get("error")]
+    docs = _job_items(job)
+    errors = [d.get("error") for d in docs if d.get("error")]
     row.error = str(job.get("error") or "; ".join(errors) or "")
-    if docs and isinstance(docs[0], dict):
+    if docs:
         doc = docs[0]
         row.status = str(doc.get("status") or status).lower() if status in FINISHED else status
         row.detail = ", ".join(f"{k} {_count(doc[k])}" for k in ("pages", "tables") if doc.get(k) is not None)

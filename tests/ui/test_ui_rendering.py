@@ -88,6 +88,8 @@ def test_upload_rows_follow_job_progress_and_failures():
     bad = apply_job(FileRow("b.pdf"), {"status": "done", "documents": [{"status": "failed",
                                                                         "error": "not a PDF"}]})
     assert bad.status == "failed" and bad.error == "not a PDF" and bad.done
+    items = apply_job(FileRow("c.pdf"), {"status": "running", "items": [{"status": "ingested"}, {"status": "pending"}]})
+    assert items.progress == 0.5 and not items.done
     page = progress_html([row, bad])
     assert "value='100'" in page and "not a PDF" in page and "data-status='failed'" in page
 
