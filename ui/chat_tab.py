@@ -73,18 +73,24 @@ def stream_answer(service: Any, tenant: str, question: str, mode: str, thread_id
     messages = [*messages, {"role": "user", "content": question}, {"role": "assistant", "content": "…"}]
     yield messages, None
     text, final = "", None
-    for event in service.ask_stream(tenant, question, mode=mode, thread_id=thread_id):
-        kind = event.get("type")
-        if kind == "token":
-            text += event.get("text", "")
-            messages[-1] = {"role": "assistant", "content": text or "…"}
-            yield messages, None
-        elif kind == "final":
-            final = event["answer"]
-            if hasattr(final, "model_dump"):
-                final = final.model_dump()
-        elif kind == "error":
-            raise gr.Error(str(event.get("message") or event.get("error") or "the agent failed"))
+    events = service.ask_stream(tenant, question, mode=mode, thread_id=thread_id)
+    try:
+        for event in events:
+            kind = event.get("type")
+            if kind == "token":
+                text += event.get("text", "")
+                messages[-1] = {"role": "assistant", "content": text or "…"}
+                yield messages, None
+            elif kind == "final":
+                final = event["answer"]
+                if hasattr(final, "model_dump"):
+                    final = final.model_dump()
+            elif kind == "error":
+                raise gr.Error(str(event.get("message") or event.get("error") or "the agent failed"))
+    finally:  # the browser went away or failed: closing the stream cancels the engine request
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
     if final is None:
         raise gr.Error("The answer stream ended without a final answer.")
     messages = messages[:-1] + answer_messages(final)
