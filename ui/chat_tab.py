@@ -14,6 +14,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from ui.auth import require_tenant
+from ui.charts import answer_figure
 from ui.citations import answer_messages, history_messages
 
 MODES = [("Auto", "auto"), ("RAG", "rag"), ("Long-context", "long"), ("BI", "bi")]
@@ -94,8 +95,9 @@ def stream_answer(service: Any, tenant: str, question: str, mode: str, thread_id
     if final is None:
         raise gr.Error("The answer stream ended without a final answer.")
     messages = messages[:-1] + answer_messages(final)
-    if final.get("chart"):
-        messages.append({"role": "assistant", "content": {"plotly": final["chart"]}})
+    figure = answer_figure(final, "auto")  # the agent's chart, else a bar chart of its SQL rows
+    if figure is not None:
+        messages.append({"role": "assistant", "content": {"plotly": figure.to_dict()}})
     yield messages, final
 
 
