@@ -110,8 +110,11 @@ def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:
     cfg_file = folder / "config.json"
     if not cfg_file.exists():
         raise FileNotFoundError(f"{folder} has no config.json")
-    config = model_config_from_hf(json.loads(cfg_file.read_text()))
-    source = SafetensorsSource(folder)
+    raw = json.loads(cfg_file.read_text())
+    config = model_config_from_hf(raw)
+    quant = raw.get("quantization_config") or raw.get("llm_config", {}).get("quantization_config") or {}
+    block = quant.get("weight_block_size")
+    source = SafetensorsSource(folder, tuple(block) if block else None)
     if config.arch == "llama":
         names = llama_names(config)
     else:

@@ -15,8 +15,9 @@ from engine.quant import Fp8Tensor, Nvfp4Tensor
 
 
 class SafetensorsSource:
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path, fp8_block_size: tuple[int, int] | None = None):
         self.folder = Path(folder)
+        self.fp8_block_size = fp8_block_size
         files = sorted(self.folder.glob("*.safetensors"))
         if not files:
             raise FileNotFoundError(f"no *.safetensors files in {self.folder}")
@@ -43,7 +44,7 @@ class SafetensorsSource:
         if w.dtype == torch.float8_e4m3fn:
             for scale_name in (f"{base}.weight_scale_inv", f"{base}.weight_scale", f"{name}_scale_inv", f"{name}_scale"):
                 if self.has(scale_name):
-                    return Fp8Tensor.from_checkpoint(w, self.raw(scale_name))
+                    return Fp8Tensor.from_checkpoint(w, self.raw(scale_name), self.fp8_block_size)
             raise ValueError(f"FP8 tensor {name!r} has no weight_scale_inv / weight_scale next to it")
         if w.dtype == torch.uint8 and self.has(f"{base}.weight_scale"):
             if not self.has(f"{base}.weight_scale_2"):

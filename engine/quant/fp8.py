@@ -41,21 +41,29 @@ class Fp8Tensor(QuantizedTensor):
         return Fp8Tensor(self.data[i], self.scale[i] if self.scale.dim() > 2 else self.scale, self.block)
 
     @classmethod
-    def from_checkpoint(cls, weight: torch.Tensor, scale: torch.Tensor, inverse: bool = False) -> "Fp8Tensor":
+    def from_checkpoint(cls, weight: torch.Tensor, scale: torch.Tensor, block_size: tuple[int, int] | None = None,
+                        inverse: bool = False) -> "Fp8Tensor":
         """``weight_scale_inv`` (DeepSeek naming) multiplies like ``weight_scale``; the name is historical.
+        ``block_size``: the checkpoint's ``quantization_config.weight_block_size`` (default 128x128).
         Pass ``inverse=True`` only for scales that really are 1/scale."""
         scale = scale.to(torch.float32)
         if inverse:
             scale = 1.0 / scale
         out, inp = weight.shape[-2], weight.shape[-1]
         block = None
-        if scale.dim() >= 2 and scale.shape[-1] > 1 and (scale.shape[-2], scale.shape[-1]) != (out, inp):
-            block = (math.ceil(out / scale.shape[-2]), math.ceil(inp / scale.shape[-1]))
-            if (math.ceil(out / block[0]), math.ceil(inp / block[1])) != tuple(scale.shape[-2:]):
-                raise ValueError(f"FP8 block scale {tuple(scale.shape)} does not tile weight {tuple(weight.shape)}")
+        if scale.numel() == 1:
+            scale = scale.reshape(())
         elif scale.dim() == 1 and scale.numel() == out:
             scale = scale[:, None]
-        elif scale.numel() != 1 and tuple(scale.shape[-2:]) not in ((out, 1),):
+        elif scale.dim() >= 2 and tuple(scale.shape[-2:]) == (out, 1):
+            pass  # per output row
+        elif scale.dim() >= 2:
+            rows, cols = scale.shape[-2], scale.shape[-1]
+            block = tuple(block_size) if block_size else (128, 128)
+            if (math.ceil(out / block[0]), math.ceil(inp / block[1])) != (rows, cols):
+                raise ValueError(f"FP8 block scale {tuple(scale.shape)} does not tile weight {tuple(weight.shape)} "
+                                 f"in {block[0]}x{block[1]} blocks (set quantization_config.weight_block_size)")
+        else:
             raise ValueError(f"FP8 scale {tuple(scale.shape)} does not fit weight {tuple(weight.shape)}")
         return cls(weight.to(torch.float8_e4m3fn), scale, block)
 
