@@ -269,6 +269,7 @@ class LLM:
         self.max_model_len = max_model_len
         self.model_name = loaded.config.name or str(model_path)
         self._handles: dict[int, _Handle] = {}
+        self._finished: dict[str, int] = {}  # finish reason -> requests
         self._cv = threading.Condition()
         self._closed = False
         self._error: Optional[BaseException] = None
@@ -299,7 +300,9 @@ class LLM:
 
     def _finish(self, handle: _Handle) -> None:
         self._handles.pop(handle.seq.seq_id, None)
-        handle.events.put(self.engine.output(handle.seq))
+        out = self.engine.output(handle.seq)
+        self._finished[out.finish_reason] = self._finished.get(out.finish_reason, 0) + 1
+        handle.events.put(out)
 
     def _fail_all(self, exc: BaseException) -> None:
         self._error = exc
@@ -379,7 +382,7 @@ class LLM:
 
     def stats(self) -> dict:
         with self._cv:
-            return {**self.engine.stats(), "model": self.model_name}
+            return {**self.engine.stats(), "model": self.model_name, "finished": dict(self._finished)}
 
     def close(self) -> None:
         with self._cv:

@@ -52,7 +52,7 @@ def tiny_hybrid():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smollm2_llm():
     from app.settings import packaged_llm_gguf
     from engine.llm_engine import LLM
