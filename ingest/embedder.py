@@ -1,0 +1,57 @@
+"""Dense sentence embeddings (all-MiniLM-L6-v2 by default, loaded from the packaged weights, CPU)."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+_SHARED: dict[str, "Embedder"] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class Embedder:
+    """Loads lazily; ``encode`` is serialised by a lock (one model, many threads)."""
+
+    def __init__(self, model_path: Path, device: str = "cpu", batch_size: int = 32):
+        self.model_path = Path(model_path)
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = self.model.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def shared_embedder(model_path: Path) -> Embedder:
+    """One embedder per model path per process (the weights are loaded once)."""
+    key = str(Path(model_path).resolve())
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = Embedder(Path(model_path))
+        return _SHARED[key]

@@ -1,0 +1,98 @@
+"""Parsers turn one file into pages of text (with known heading spans) and raw tables.
+
+Every parser returns a ``ParsedDocument``; page numbers are 1-based. DOCX has no fixed pages, so a page
+there is the text between explicit page breaks; a spreadsheet's page is one sheet.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+Cell = str | float | int | None
+
+
+@dataclass
+class Page:
+    number: int
+    text: str
+    headings: list[tuple[int, int]] = field(default_factory=list)  # (start, end) of heading lines in text
+
+
+@dataclass
+class RawTable:
+    page: int
+    title: str
+    rows: list[list[Cell]]
+    context: str = ""  # nearby text (captions, "in thousands") used to find units
+
+
+@dataclass
+class ParsedDocument:
+    kind: str
+    pages: list[Page]
+    tables: list[RawTable] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class PageBuilder:
+    """Accumulates blocks of text for one page, remembering which blocks are headings."""
+
+    def __init__(self, number: int):
+        self.number = number
+        self.parts: list[str] = []
+        self.headings: list[tuple[int, int]] = []
+        self.length = 0
+
+    def add(self, text: str, heading: bool = False) -> None:
+        text = text.strip()
+        if not text:
+            return
+        if self.parts:
+            self.parts.append("\n\n")
+            self.length += 2
+        if heading:
+            self.headings.append((self.length, self.length + len(text)))
+        self.parts.append(text)
+        self.length += len(text)
+
+    def build(self) -> Page:
+        return Page(self.number, "".join(self.parts), self.headings)
+
+
+def rows_as_text(rows: list[list[Cell]]) -> str:
+    def fmt(v: Cell) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v).strip()
+
+    lines = ["\t".join(fmt(v) for v in row).rstrip() for row in rows]
+    return "\n".join(line for line in lines if line.strip())
+
+
+def get_parser(kind: str) -> Callable[..., ParsedDocument]:
+    if kind == "pdf":
+        from ingest.parsers.pdf import parse_pdf
+        return parse_pdf
+    if kind == "docx":
+        from ingest.parsers.docx import parse_docx
+        return parse_docx
+    if kind == "html":
+        from ingest.parsers.html import parse_html
+        return parse_html
+    if kind == "text":
+        from ingest.parsers.text import parse_text
+        return parse_text
+    if kind == "xlsx":
+        from ingest.parsers.sheet import parse_xlsx
+        return parse_xlsx
+    if kind == "csv":
+        from ingest.parsers.sheet import parse_csv
+        return parse_csv
+    raise ValueError(f"no parser for {kind}")
+
+
+def parse_file(path: Path, kind: str) -> ParsedDocument:
+    return get_parser(kind)(path)

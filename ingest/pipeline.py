@@ -1,0 +1,186 @@
+"""One file -> one committed document version (or a recorded failure).
+
+Order of writes, chosen so a crash at any point loses nothing committed and leaves nothing visible
+half-done: (1) leftover points of earlier uncommitted attempts are deleted, (2) the new version's
+points are upserted into Qdrant (invisible: search only returns chunks that exist in SQL), (3) one SQL
+transaction swaps chunks, tables (DDL included) and the document row, (4) the old version's points are
+deleted. Ids are deterministic (document from tenant+filename, points from document+version+position),
+so a rerun after a crash overwrites rather than duplicates.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import sqlalchemy as sa
+from sqlmodel import Session, delete, select
+
+from ingest.chunker import ChunkConfig, TextChunk, chunk_pages
+from ingest.detect import ZipLimits, check_zip_bomb, detect_kind
+from ingest.embedder import Embedder
+from ingest.errors import IngestError
+from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, utcnow
+from ingest.parsers import ParsedDocument, parse_file
+from ingest.tables import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
+from ingest.types import DocumentResult
+from ingest.vectors import VectorPoint, VectorStore, sparse_document_vector
+
+log = logging.getLogger(__name__)
+ID_NAMESPACE = uuid.UUID("6f1c8e2a-5d0b-4c3e-9a57-1e2f3a4b5c6d")
+
+
+@dataclass
+class PipelineLimits:
+    max_file_bytes: int
+    zip: ZipLimits
+    chunk: ChunkConfig
+
+
+def document_id(tenant: str, filename: str) -> str:
+    return uuid.uuid5(ID_NAMESPACE, f"{tenant}\x00{filename}").hex
+
+
+def point_id(doc_id: str, version: int, ord_: int) -> str:
+    return str(uuid.uuid5(ID_NAMESPACE, f"{doc_id}:{version}:{ord_}"))
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument]:
+    """Checks size and real type, guards zip containers, then parses. Raises IngestError."""
+    if not path.exists():
+        raise IngestError(f"file not found: {path}")
+    size = path.stat().st_size
+    if size == 0:
+        raise IngestError("the file is empty (0 bytes)")
+    if size > limits.max_file_bytes:
+        raise IngestError(
+            f"the file is {size / 2**20:.1f} MB, over the {limits.max_file_bytes / 2**20:.0f} MB limit"
+        )
+    kind = detect_kind(path)
+    if kind in ("docx", "xlsx"):
+        check_zip_bomb(path, limits.zip)
+    return kind, parse_file(path, kind)
+
+
+class DocumentPipeline:
+    def __init__(self, engine: sa.Engine, vectors: VectorStore, embedder: Embedder, limits: PipelineLimits):
+        self.engine, self.vectors, self.embedder, self.limits = engine, vectors, embedder, limits
+
+    def ingest(self, path: Path, tenant: str, filename: str,
+               on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
+        stage = on_stage or (lambda *_: None)
+        doc_id = document_id(tenant, filename)
+        result = DocumentResult(filename=filename, status="failed", doc_id=doc_id, path=str(path))
+        with Session(self.engine) as s:
+            existing = s.get(Document, doc_id)
+            committed_version = existing.version if existing else 0
+            old_hash = existing.content_hash if existing and existing.status == "ingested" else None
+        try:
+            digest = file_sha256(path) if path.exists() else ""
+            if old_hash and digest == old_hash and committed_version > 0:
+                with Session(self.engine) as s:
+                    doc = s.get(Document, doc_id)
+                    if doc.error:  # an earlier failed update of this file is now moot
+                        doc.error = None
+                        s.add(doc)
+                        s.commit()
+                    return DocumentResult(filename, "unchanged", doc_id, None, doc.pages, doc.n_chunks,
+                                          doc.n_tables, str(path))
+            kind, parsed = read_and_parse(path, self.limits)
+            chunks = chunk_pages(parsed.pages, self.limits.chunk)
+            if not chunks:
+                raise IngestError("no text could be extracted from the file")
+            tables = [t for t in (build_typed_table(raw) for raw in parsed.tables) if t is not None]
+            stage("parsed", len(parsed.pages), len(chunks), 0)
+            version = committed_version + 1
+            self.vectors.delete_document(tenant, doc_id, keep_version=committed_version or -1)
+            self._index(tenant, doc_id, version, chunks, stage)
+            self._commit(tenant, doc_id, filename, kind, digest, path.stat().st_size, version, parsed, chunks, tables)
+            self.vectors.delete_document(tenant, doc_id, keep_version=version)
+            result = DocumentResult(filename, "ingested", doc_id, None, len(parsed.pages), len(chunks), len(tables),
+                                    str(path), parsed.warnings)
+        except IngestError as exc:
+            result.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one bad file must never stop the job
+            log.exception("ingesting %s failed", filename)
+            result.error = f"internal error while ingesting: {type(exc).__name__}: {exc}"
+        if result.status == "failed":
+            self._record_failure(tenant, doc_id, filename, result.error or "unknown error")
+        return result
+
+    def _index(self, tenant: str, doc_id: str, version: int, chunks: list[TextChunk], stage) -> None:
+        batch = 64
+        for s in range(0, len(chunks), batch):
+            part = chunks[s:s + batch]
+            dense = self.embedder.encode([embedding_text(c) for c in part])
+            self.vectors.upsert([
+                VectorPoint(point_id(doc_id, version, c.ord), dense[i], sparse_document_vector(embedding_text(c)),
+                            {"tenant": tenant, "doc_id": doc_id, "version": version, "ord": c.ord})
+                for i, c in enumerate(part)
+            ])
+            stage("embedded", 0, len(chunks), s + len(part))
+
+    def _commit(self, tenant, doc_id, filename, kind, digest, size, version, parsed, chunks, tables) -> None:
+        with Session(self.engine) as s:
+            conn = s.connection()
+            if s.get(Tenant, tenant) is None:
+                s.add(Tenant(id=tenant))
+            for entry in s.exec(select(TableEntry).where(TableEntry.doc_id == doc_id)).all():
+                drop_sql_table(conn, entry.sql_name)
+                s.delete(entry)
+            s.exec(delete(Chunk).where(Chunk.doc_id == doc_id))
+            s.add_all([Chunk(id=point_id(doc_id, version, c.ord), doc_id=doc_id, tenant=tenant, version=version,
+                             ord=c.ord, page=c.page, section=c.section[:500], text=c.text, char_start=c.char_start,
+                             char_end=c.char_end) for c in chunks])
+            for idx, table in enumerate(tables, start=1):
+                name = sql_table_name(table.title, doc_id, version, idx)
+                drop_sql_table(conn, name)  # a leftover of a crashed attempt on engines without DDL rollback
+                create_sql_table(conn, name, table)
+                s.add(_catalogue_entry(name, tenant, doc_id, version, table))
+            doc = s.get(Document, doc_id) or Document(id=doc_id, tenant=tenant, filename=filename)
+            doc.kind, doc.status, doc.error, doc.content_hash, doc.version = kind, "ingested", None, digest, version
+            doc.pages, doc.n_chunks, doc.n_tables, doc.size_bytes, doc.updated_at = (
+                len(parsed.pages), len(chunks), len(tables), size, utcnow())
+            s.add(doc)
+            s.add(DocumentVersion(doc_id=doc_id, version=version, content_hash=digest, pages=len(parsed.pages),
+                                  n_chunks=len(chunks)))
+            s.commit()
+
+    def _record_failure(self, tenant: str, doc_id: str, filename: str, error: str) -> None:
+        """A failed new file gets a 'failed' row; a failed update keeps the good version and notes the error."""
+        try:
+            with Session(self.engine) as s:
+                if s.get(Tenant, tenant) is None:
+                    s.add(Tenant(id=tenant))
+                doc = s.get(Document, doc_id)
+                if doc is None:
+                    doc = Document(id=doc_id, tenant=tenant, filename=filename, status="failed")
+                doc.error = error if doc.version == 0 else f"update failed, previous version kept: {error}"
+                doc.updated_at = utcnow()
+                s.add(doc)
+                s.commit()
+        except Exception:  # noqa: BLE001 - the job item still records the error
+            log.exception("could not record the failure of %s", filename)
+
+
+def _catalogue_entry(name: str, tenant: str, doc_id: str, version: int, table: TypedTable) -> TableEntry:
+    return TableEntry(sql_name=name, tenant=tenant, doc_id=doc_id, version=version, page=table.page,
+                      title=table.title[:500], unit=table.unit, columns_json=table.columns_json(),
+                      n_rows=len(table.rows))
+
+
+def embedding_text(chunk: TextChunk) -> str:
+    if chunk.section and chunk.section.lower() not in chunk.text[: len(chunk.section) + 20].lower():
+        return f"{chunk.section}\n{chunk.text}"
+    return chunk.text

@@ -1,0 +1,35 @@
+"""The SQL engine: SQLite (default, WAL, transactional DDL) or Postgres by URL; creates the schema."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlmodel import SQLModel
+
+from ingest import models
+
+MODEL_TABLES = [m.__table__ for m in (
+    models.Tenant, models.Document, models.DocumentVersion, models.Chunk, models.TableEntry, models.Job,
+    models.JobItem,
+)]
+
+
+def make_engine(url: str) -> sa.Engine:
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn, _record):
+            # let SQLAlchemy, not pysqlite, decide where transactions start, so CREATE TABLE is atomic
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _on_begin(conn):
+            conn.exec_driver_sql("BEGIN")
+
+    else:
+        engine = sa.create_engine(url, pool_pre_ping=True)
+    SQLModel.metadata.create_all(engine, tables=MODEL_TABLES)
+    return engine
