@@ -88,17 +88,13 @@ class Tokenizer:
     # --- construction -------------------------------------------------------------------------------
     @classmethod
     def from_gguf(cls, path: str | Path) -> "Tokenizer":
-        import gguf
+        from engine.loader.gguf_file import GgufFile
 
-        reader = gguf.GGUFReader(str(path))
-        return cls.from_gguf_reader(reader)
+        return cls.from_gguf_metadata(GgufFile(path).metadata)
 
     @classmethod
-    def from_gguf_reader(cls, reader) -> "Tokenizer":
-        f = reader.fields
-
-        def get(key, default=None):
-            return f[key].contents() if key in f else default
+    def from_gguf_metadata(cls, meta: dict) -> "Tokenizer":
+        get = meta.get
 
         model = get("tokenizer.ggml.model")
         if model != "gpt2":

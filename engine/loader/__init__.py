@@ -90,18 +90,17 @@ def _set_experts(module: Experts, attr: str, parts: list, dtype, device) -> None
 
 
 def _load_gguf(path: Path, dtype, device) -> LoadedModel:
-    import gguf
-
+    from engine.loader.gguf_file import GgufFile
     from engine.loader.gguf_source import GgufSource, hf_config_from_gguf
 
-    reader = gguf.GGUFReader(str(path))
-    config = model_config_from_hf(hf_config_from_gguf(reader))
-    source = GgufSource(path, reader)
+    file = GgufFile(path)
+    config = model_config_from_hf(hf_config_from_gguf(file))
+    source = GgufSource(path, file)
     with torch.device("meta"):
         model = HybridLM(config)
     assign_weights(model, source, llama_names(config), dtype, device)
     _materialize_buffers(model, config, device)
-    return LoadedModel(model.eval(), config, Tokenizer.from_gguf_reader(reader), path)
+    return LoadedModel(model.eval(), config, Tokenizer.from_gguf_metadata(file.metadata), path)
 
 
 def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.loader.gguf_file import GgufFile
+
 _LAYER = {
     "input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
     "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
@@ -30,19 +32,16 @@ def unpermute_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
 
 
 class GgufSource:
-    def __init__(self, path: str | Path, reader=None):
-        import gguf
-
+    def __init__(self, path: str | Path, file: GgufFile | None = None):
         self.path = Path(path)
-        self.reader = reader or gguf.GGUFReader(str(path))
-        self._tensors = {t.name: t for t in self.reader.tensors}
-        f = self.reader.fields
-        arch = f["general.architecture"].contents()
+        self.file = file or GgufFile(path)
+        self._tensors = self.file.tensors
+        meta = self.file.metadata
+        arch = meta.get("general.architecture")
         if arch != "llama":
             raise ValueError(f"GGUF architecture {arch!r} is not supported (supported: llama)")
-        self.n_heads = int(f["llama.attention.head_count"].contents())
-        self.n_kv_heads = int(f["llama.attention.head_count_kv"].contents()) if "llama.attention.head_count_kv" in f \
-            else self.n_heads
+        self.n_heads = int(meta["llama.attention.head_count"])
+        self.n_kv_heads = int(meta.get("llama.attention.head_count_kv", self.n_heads))
 
     def _gguf_name(self, name: str) -> str:
         if name in _TOP:
@@ -59,13 +58,10 @@ class GgufSource:
             return False
 
     def get(self, name: str) -> torch.Tensor:
-        import gguf
-
         gname = self._gguf_name(name)
         if gname not in self._tensors:
             raise KeyError(f"GGUF file {self.path.name} has no tensor {gname!r} (for {name!r})")
-        t = self._tensors[gname]
-        w = gguf.quants.dequantize(t.data, t.tensor_type)
+        w = self.file.dequantize(gname)
         if ".attn_q." in gname:
             w = unpermute_rope_rows(w, self.n_heads)
         elif ".attn_k." in gname:
@@ -73,16 +69,12 @@ class GgufSource:
         return torch.from_numpy(np.array(w, dtype=np.float32, copy=True))
 
 
-def hf_config_from_gguf(reader) -> dict:
+def hf_config_from_gguf(file: GgufFile) -> dict:
     """The HF-style llama config a GGUF file's metadata describes."""
-    f = reader.fields
-
-    def get(key, default=None):
-        return f[key].contents() if key in f else default
-
+    get = file.metadata.get
     n_heads = int(get("llama.attention.head_count"))
     hidden = int(get("llama.embedding_length"))
-    names = {t.name for t in reader.tensors}
+    names = set(file.tensors)
     vocab = get("llama.vocab_size") or len(get("tokenizer.ggml.tokens"))
     d = {
         "model_type": "llama", "vocab_size": int(vocab), "hidden_size": hidden,
