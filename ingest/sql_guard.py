@@ -112,18 +112,27 @@ def _relations(plan) -> set[str]:
 
 
 def _run_postgres(engine: sa.Engine, stmt: str, allowed: set[str], max_rows: int) -> SqlResult:
+    import psycopg
+
+    # the raw cursor without parameters, so a '%' in LIKE patterns is not taken for a placeholder
     with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
         try:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            conn.exec_driver_sql("SET LOCAL statement_timeout = 10000")
-            plan = conn.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {stmt}").scalar()
-            if isinstance(plan, str):
-                plan = json.loads(plan)
-            outside = _relations(plan) - allowed
-            if outside:
-                raise SqlRejected(f"not allowed: table {sorted(outside)[0]} is not one of this tenant's tables")
-            return _fetch(conn.exec_driver_sql(stmt), max_rows)
-        except sa.exc.DBAPIError as exc:
-            raise SqlRejected(f"the query failed: {exc.orig}") from None
+            with raw.cursor() as cur:
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute("SET LOCAL statement_timeout = 10000")
+                cur.execute(f"EXPLAIN (FORMAT JSON) {stmt}")
+                plan = cur.fetchone()[0]
+                if isinstance(plan, str):
+                    plan = json.loads(plan)
+                outside = _relations(plan) - allowed
+                if outside:
+                    raise SqlRejected(f"not allowed: table {sorted(outside)[0]} is not one of this tenant's tables")
+                cur.execute(stmt)
+                columns = [d.name for d in cur.description or []]
+                rows = cur.fetchmany(max_rows + 1)
+                return SqlResult(columns, [list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
+        except psycopg.Error as exc:
+            raise SqlRejected(f"the query failed: {exc}") from None
         finally:
-            conn.rollback()
+            raw.rollback()
