@@ -12,6 +12,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def axis_label(value: Any) -> str:
+    """A category label; whole floats (years stored as REAL) print without ".0"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def numeric_columns(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
     """Indexes of columns whose non-null values are all numbers (and at least one is present)."""
     found = []
@@ -43,11 +50,11 @@ def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: s
         return table_figure(columns, rows, title)
     labels = [i for i in range(len(columns)) if i not in numeric]
     if labels:
-        x = [" / ".join(str(r[i]) for i in labels) for r in rows]
+        x = [" / ".join(axis_label(r[i]) for i in labels) for r in rows]
         x_title = " / ".join(columns[i] for i in labels)
         series = numeric
     elif len(numeric) > 1:  # all numeric: the first column is the axis (a year, a period number)
-        x, x_title, series = [str(r[numeric[0]]) for r in rows], columns[numeric[0]], numeric[1:]
+        x, x_title, series = [axis_label(r[numeric[0]]) for r in rows], columns[numeric[0]], numeric[1:]
     else:
         x, x_title, series = [str(i) for i in range(1, len(rows) + 1)], "row", numeric
     fig = go.Figure()

@@ -10,7 +10,8 @@ from ui.citations import answer_messages, citation_messages, history_messages
 from ui.engine_tab import stats_html
 from ui.library_tab import FileRow, apply_job, progress_html
 
-REVENUE = (["year", "revenue", "cost"], [[2022, 900.0, 500.0], [2023, 1100.0, 620.0], [2024, 1250.0, 700.0]])
+# years come back from SQLite as REAL, as the ingested tables store them
+REVENUE = (["year", "revenue", "cost"], [[2022.0, 900.0, 500.0], [2023.0, 1100.0, 620.0], [2024.0, 1250.0, 700.0]])
 
 
 def test_bar_chart_puts_label_column_on_x_and_each_numeric_column_as_a_series():
