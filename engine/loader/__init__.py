@@ -144,9 +144,17 @@ def _materialize_buffers(model: HybridLM, config: ModelConfig, device) -> None:
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
-               mamba_dt_clamp: Optional[str] = None) -> LoadedModel:
-    """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers)."""
-    loaded = _load(Path(path), dtype, device)
+               mamba_dt_clamp: Optional[str] = None, cpu_fp16_weights: Optional[bool] = None) -> LoadedModel:
+    """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers).
+    ``cpu_fp16_weights``: run projections as fbgemm fp16-weight GEMMs (fp32 activations), ~4x faster CPU
+    decode GEMVs. Default (None): on for GGUF files on CPU in fp32 (their weights carry no more than fp16
+    precision anyway), off for HF folders; False keeps exact fp32 weights."""
+    path = Path(path)
+    loaded = _load(path, dtype, device)
+    if cpu_fp16_weights is None:
+        cpu_fp16_weights = path.suffix == ".gguf"
+    if cpu_fp16_weights:
+        loaded.model.pack_fp16_cpu()
     if mamba_dt_clamp is not None:
         if mamba_dt_clamp not in ("kernel", "torch_forward"):
             raise ValueError(f"mamba_dt_clamp must be 'kernel' or 'torch_forward', got {mamba_dt_clamp!r}")

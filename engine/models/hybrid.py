@@ -59,6 +59,7 @@ class HybridLM(nn.Module):
         self.blocks = nn.ModuleList(blocks)
         self.norm_f = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size)
+        self._tied_head: Linear | None = None  # packed copy of the tied embedding for the CPU fp16 path
 
     @property
     def dtype(self) -> torch.dtype:
@@ -86,5 +87,26 @@ class HybridLM(nn.Module):
         return self.norm_f(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        w = self.embed.weight if self.lm_head is None else self.lm_head.dense_weight(hidden.dtype)
-        return F.linear(hidden, w).float()
+        if self.lm_head is not None:
+            return self.lm_head(hidden).float()
+        if self._tied_head is not None:
+            return self._tied_head(hidden).float()
+        return F.linear(hidden, self.embed.weight).float()
+
+    def pack_fp16_cpu(self) -> int:
+        """CPU fp32 models: move every projection (and the LM head) to fbgemm fp16-weight GEMMs, ~4x faster
+        memory-bound decode GEMVs at the cost of rounding weights to fp16 (activations stay fp32). Routed
+        experts and compressed weights are left alone. Returns the number of packed layers."""
+        if self.device.type != "cpu" or self.dtype != torch.float32:
+            return 0
+        n = 0
+        for module in self.modules():
+            if isinstance(module, Linear) and module is not self._tied_head:
+                n += module.pack_fp16_cpu()
+        if self.lm_head is None and self._tied_head is None:
+            head = Linear(self.config.hidden_size, self.config.vocab_size)
+            head.weight = torch.nn.Parameter(self.embed.weight.detach(), requires_grad=False)
+            if head.pack_fp16_cpu():
+                self._tied_head = head
+                n += 1
+        return n

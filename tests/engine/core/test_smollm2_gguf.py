@@ -27,19 +27,26 @@ def transformers_llama_from_gguf(path):
     return ref.eval()
 
 
-def test_logits_equal_transformers_llama_on_chat_prompt(smollm2):
+def _logits(loaded, ids):
+    ctx = DenseContext.for_model(loaded.model).next_step([len(ids)])
+    return loaded.model.compute_logits(loaded.model(torch.tensor(ids), torch.arange(len(ids)), ctx))
+
+
+def test_logits_equal_transformers_llama_on_chat_prompt(smollm2_exact, smollm2):
     from app.settings import packaged_llm_gguf
 
-    ids = smollm2.tokenizer.apply_chat_template(MESSAGES)
+    ids = smollm2_exact.tokenizer.apply_chat_template(MESSAGES)
     assert len(ids) > 30
-    ctx = DenseContext.for_model(smollm2.model).next_step([len(ids)])
     with torch.inference_mode():
-        ours = smollm2.model.compute_logits(smollm2.model(torch.tensor(ids), torch.arange(len(ids)), ctx))
-        ref = transformers_llama_from_gguf(packaged_llm_gguf())
-        theirs = ref(torch.tensor([ids])).logits[0].float()
-    # fp32 on both sides; differences come from summation order only
-    assert torch.allclose(ours, theirs, atol=2e-3, rtol=0), (ours - theirs).abs().max()
-    assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
+        exact, fast = _logits(smollm2_exact, ids), _logits(smollm2, ids)
+        theirs = transformers_llama_from_gguf(packaged_llm_gguf())(torch.tensor([ids])).logits[0].float()
+    assert theirs.abs().max() > 10
+    # exact fp32 weights: differences come from summation order only
+    assert (exact - theirs).abs().max() < 2e-3
+    assert torch.equal(exact.argmax(-1), theirs.argmax(-1))
+    # default CPU path (fp16-rounded weights, fp32 activations): observed max |diff| ~0.03 on logits up to ~38
+    assert (fast - theirs).abs().max() < 0.1
+    assert torch.equal(fast.argmax(-1), theirs.argmax(-1))
 
 
 def test_tokenizer_and_chat_template_equal_transformers(smollm2):
