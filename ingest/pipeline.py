@@ -56,9 +56,9 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument]:
-    """Checks size and real type, guards zip containers, then parses. Raises IngestError."""
-    if not path.exists():
+def check_size(path: Path, limits: PipelineLimits) -> None:
+    """Before anything reads the whole file (hashing included). Raises IngestError."""
+    if not path.is_file():
         raise IngestError(f"file not found: {path}")
     size = path.stat().st_size
     if size == 0:
@@ -67,6 +67,10 @@ def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocum
         raise IngestError(
             f"the file is {size / 2**20:.1f} MB, over the {limits.max_file_bytes / 2**20:.0f} MB limit"
         )
+
+
+def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument]:
+    """Checks the real type, guards zip containers, then parses. Raises IngestError."""
     kind = detect_kind(path)
     if kind in ("docx", "xlsx"):
         check_zip_bomb(path, limits.zip)
@@ -87,7 +91,8 @@ class DocumentPipeline:
             committed_version = existing.version if existing else 0
             old_hash = existing.content_hash if existing and existing.status == "ingested" else None
         try:
-            digest = file_sha256(path) if path.exists() else ""
+            check_size(path, self.limits)
+            digest = file_sha256(path)
             if old_hash and digest == old_hash and committed_version > 0:
                 with Session(self.engine) as s:
                     doc = s.get(Document, doc_id)

@@ -145,8 +145,10 @@ class VectorStore:
             prefetch.append(models.Prefetch(query=sparse, using=SPARSE, filter=flt, limit=n))
         with self._lock:
             res = self.client.query_points(
+                # both prefetches carry the tenant filter; fusion only ranks their results, so the outer
+                # query needs no second filter pass (in local mode each pass scans every payload)
                 self.collection, prefetch=prefetch, query=models.FusionQuery(fusion=models.Fusion.RRF),
-                query_filter=flt, limit=limit, with_payload=False,
+                limit=limit, with_payload=False,
             )
         return [(str(p.id), float(p.score)) for p in res.points]
 
