@@ -15,7 +15,7 @@ from torch import nn
 
 # torch 2.13 (pinned) still ships this kernel and warns once that it is deprecated; pack_fp16_cpu() falls back
 # to exact fp32 where a torch build lacks it.
-warnings.filterwarnings("ignore", message="fbgemm_linear_fp16_weight_fp32_activation is deprecated")
+warnings.filterwarnings("ignore", message="fbgemm_(linear_fp16_weight_fp32_activation|pack_gemm_matrix_fp16) is deprecated")
 
 
 class Linear(nn.Module):
