@@ -60,7 +60,9 @@ def parse_pdf(path: Path) -> ParsedDocument:
         with pdfplumber.open(str(path), password="") as pdf:
             for number, page in enumerate(pdf.pages, start=1):
                 pages.append(_page_with_headings(page, number))
-                for table in page.find_tables():
+                # pdfplumber's default strategy finds ruled tables only: skip pages without rules
+                ruled = page.rects or page.lines
+                for table in (page.find_tables() if ruled else []):
                     rows = table.extract()
                     if len(rows) < 2 or max(len(r) for r in rows) < 2:
                         continue
