@@ -122,6 +122,10 @@ class DocumentPipeline:
             result.error = f"internal error while ingesting: {type(exc).__name__}: {exc}"
         if result.status == "failed":
             self._record_failure(tenant, doc_id, filename, result.error or "unknown error")
+            try:  # points of the attempt that failed are invisible anyway; don't let them pile up
+                self.vectors.delete_document(tenant, doc_id, keep_version=committed_version or -1)
+            except Exception:  # noqa: BLE001 - the next ingest of this file cleans them too
+                log.exception("could not remove the points of a failed attempt for %s", filename)
         return result
 
     def _index(self, tenant: str, doc_id: str, version: int, chunks: list[TextChunk], stage) -> None:

@@ -114,3 +114,29 @@ def test_reopening_the_store_keeps_everything(settings, embedder, corpus):
         assert kb.vectors.count("acme") == n > 0
         assert kb.ingest_file(corpus[0], "acme").status == "unchanged"
         assert kb.search("acme", "governing law New York", k=1)[0].page == 3
+
+
+def test_failure_inside_the_commit_rolls_back_rows_and_ddl(kb, tmp_path, monkeypatch):
+    import ingest.pipeline
+
+    path = tmp_path / "figures.md"
+    path.write_text("# Figures\n\n| Item | 2024 |\n|---|---|\n| Revenue | 100 |\n")
+    v1 = kb.ingest_file(path, "acme")
+    old_table = kb.list_tables("acme")[0].sql_name
+    path.write_text("# Figures\n\nRestated.\n\n| Item | 2024 |\n|---|---|\n| Revenue | 250 |\n")
+
+    def fail_after_drop(conn, name, table):
+        raise RuntimeError("disk full")  # the old table was already dropped in this transaction
+
+    monkeypatch.setattr(ingest.pipeline, "create_sql_table", fail_after_drop)
+    failed = kb.ingest_file(path, "acme")
+    assert failed.status == "failed" and "disk full" in failed.error
+    doc = kb.list_documents("acme")[0]
+    assert doc.version == 1 and doc.chunks == v1.chunks and "previous version kept" in doc.error
+    assert physical_tables(kb) == {old_table}  # the DROP was rolled back with everything else
+    assert kb.run_sql("acme", f"select y2024 from {old_table}").rows == [[100.0]]
+    assert not any("Restated" in p.text for p in kb.document_passages("acme", v1.doc_id))
+    assert kb.vectors.count("acme") == v1.chunks  # the failed attempt's points were removed
+    monkeypatch.undo()
+    assert kb.ingest_file(path, "acme").status == "ingested"
+    assert kb.run_sql("acme", f"select y2024 from {kb.list_tables('acme')[0].sql_name}").rows == [[250.0]]
