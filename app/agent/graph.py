@@ -1,0 +1,105 @@
+"""The agent graph: route -> (bi | read_long | retrieve -> grade -> answer_rag) -> cite -> finish.
+
+A route that cannot answer hands over to retrieval RAG (BI with no matching table, a dossier that does
+not fit the context budget). Threads persist through a LangGraph checkpointer: SQLite at
+``settings.resolved_checkpoint_url`` by default, Postgres when that is a postgres URL.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from app.agent.bi_planner import looks_numeric, plan_question
+from app.agent.nodes_bi import make_bi_node
+from app.agent.nodes_long import make_long_node, wants_long
+from app.agent.nodes_rag import make_rag_nodes
+from app.agent.state import AgentDeps, AgentState
+
+
+def make_checkpointer(url: str):
+    """-> (checkpointer, closer)."""
+    if url.startswith(("postgresql", "postgres://")):
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        conn = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True,
+                               prepare_threshold=0, row_factory=dict_row)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        return saver, conn.close
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    return saver, conn.close
+
+
+def build_graph(deps: AgentDeps, checkpointer=None):
+    retrieve, grade, answer_rag, no_support, cite = make_rag_nodes(deps)
+
+    def route(state: AgentState) -> dict:
+        mode = state.get("mode") or "auto"
+        if mode != "auto":
+            return {"route": mode}
+        q = state["question"]
+        if looks_numeric(q):
+            tables = deps.kb.list_tables(state["tenant"])
+            if tables and plan_question(q, tables, _labels(deps, state["tenant"])) is not None:
+                return {"route": "bi"}
+        previous = [m for m in (state.get("messages") or [])[:-1] if m["role"] == "assistant"]
+        follow_up = bool(previous) and (previous[-1].get("answer") or {}).get("route") == "long"
+        return {"route": "long" if wants_long(q) or follow_up else "rag"}
+
+    def after_route(state: AgentState) -> Literal["bi", "read_long", "retrieve"]:
+        return {"bi": "bi", "long": "read_long"}.get(state["route"], "retrieve")
+
+    def after_bi(state: AgentState) -> Literal["finish", "retrieve"]:
+        return "finish" if state["route"] == "bi" else "retrieve"
+
+    def after_long(state: AgentState) -> Literal["cite", "retrieve"]:
+        return "cite" if state["route"] == "long" else "retrieve"
+
+    def after_grade(state: AgentState) -> Literal["answer_rag", "no_support"]:
+        return "answer_rag" if state.get("graded") else "no_support"
+
+    def finish(state: AgentState) -> dict:
+        answer = {"answer": state.get("answer") or "", "citations": state.get("citations") or [],
+                  "route": state.get("route") or "rag", "sql": state.get("sql"), "columns": state.get("columns"),
+                  "rows": state.get("rows"), "chart": state.get("chart"), "supported": bool(state.get("supported"))}
+        return {"messages": [{"role": "assistant", "content": answer["answer"], "answer": answer}]}
+
+    g = StateGraph(AgentState)
+    g.add_node("route", route)
+    g.add_node("bi", make_bi_node(deps))
+    g.add_node("read_long", make_long_node(deps))
+    g.add_node("retrieve", retrieve)
+    g.add_node("grade", grade)
+    g.add_node("answer_rag", answer_rag)
+    g.add_node("no_support", no_support)
+    g.add_node("cite", cite)
+    g.add_node("finish", finish)
+    g.add_edge(START, "route")
+    g.add_conditional_edges("route", after_route)
+    g.add_conditional_edges("bi", after_bi)
+    g.add_conditional_edges("read_long", after_long)
+    g.add_edge("retrieve", "grade")
+    g.add_conditional_edges("grade", after_grade)
+    g.add_edge("answer_rag", "cite")
+    g.add_edge("cite", "finish")
+    g.add_edge("no_support", "finish")
+    g.add_edge("finish", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def _labels(deps: AgentDeps, tenant: str):
+    def read(table, column):
+        res = deps.kb.run_sql(tenant, f'SELECT "{column}" FROM "{table.sql_name}" ORDER BY row_num')
+        return [str(r[0]).strip() for r in res.rows if r[0] is not None]
+    return read

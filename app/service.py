@@ -1,0 +1,233 @@
+"""LexiconService: the one facade the REST API, the web UI, the CLI and batch jobs share.
+
+It owns one KnowledgeBase (one per process), the chat model (built on first use, so document and SQL
+work never waits for weights) and the agent graph with its checkpointer. Every call takes the tenant;
+threads are stored under ``tenant:thread_id`` so one tenant can never read another's conversation.
+"""
+from __future__ import annotations
+
+import dataclasses
+import queue
+import re
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Iterator, Optional
+
+from app.agent.graph import build_graph, make_checkpointer
+from app.agent.state import AgentDeps, turn_input
+from app.schemas import AgentAnswer
+
+MODES = ("auto", "rag", "long", "bi")
+SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+class UploadTooLarge(ValueError):
+    pass
+
+
+class NotFound(KeyError):
+    pass
+
+
+def _jsonable(obj):
+    if dataclasses.is_dataclass(obj):
+        obj = dataclasses.asdict(obj)
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    return obj
+
+
+class LexiconService:
+    def __init__(self, settings, kb=None, chat_model=None):
+        from ingest.knowledge_base import KnowledgeBase
+
+        self.settings = settings
+        settings.ensure_dirs()
+        self.kb = kb or KnowledgeBase(settings)
+        self._model = chat_model
+        self._model_lock = threading.Lock()
+        self.checkpointer, self._close_checkpointer = make_checkpointer(settings.resolved_checkpoint_url)
+        self.graph = build_graph(AgentDeps(self.kb, settings, self.chat_model), self.checkpointer)
+        self._ingest_pool = ThreadPoolExecutor(1, thread_name_prefix="lexicon-ingest")  # the KB serialises writes
+        self._closed = False
+
+    # ---- model ----------------------------------------------------------------------------------
+    def chat_model(self):
+        with self._model_lock:
+            if self._model is None:
+                from app.llm_client import build_chat_model
+                self._model = build_chat_model(self.settings)
+            return self._model
+
+    @property
+    def llm(self):
+        """The embedded engine ``LLM`` (for the /v1 routes); raises when the agent uses a remote server."""
+        llm = getattr(self.chat_model(), "llm", None)
+        if llm is None:
+            raise RuntimeError("the agent uses a remote OpenAI-compatible server; it has no embedded engine")
+        return llm
+
+    # ---- tenants --------------------------------------------------------------------------------
+    def tenant_for_key(self, api_key: Optional[str]) -> Optional[str]:
+        if not api_key:
+            return None
+        return self.settings.api_keys.get(api_key.strip())
+
+    # ---- documents ------------------------------------------------------------------------------
+    def upload(self, tenant: str, filename: str, data: bytes) -> dict:
+        limit = self.settings.max_file_mb * 2**20
+        if len(data) > limit:
+            raise UploadTooLarge(f"{filename}: {len(data)} bytes is over the {self.settings.max_file_mb} MB limit")
+        name = SAFE_NAME.sub("_", Path(filename or "upload").name).strip() or "upload"
+        folder = self.settings.data_dir / "uploads" / tenant / uuid.uuid4().hex
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        path.write_bytes(data)
+        job_id = self.kb.create_job([path], tenant, [name])
+        self._ingest_pool.submit(self.kb.run_job, job_id)
+        return self.job(tenant, job_id)
+
+    def ingest_paths(self, tenant: str, paths: list[Path]) -> dict:
+        summary = self.kb.ingest_paths(paths, tenant)
+        return self.job(tenant, summary.job_id)
+
+    def job(self, tenant: str, job_id: str) -> dict:
+        info = self.kb.get_job(job_id)
+        if info is None or info.tenant != tenant:
+            raise NotFound(f"no job {job_id}")
+        out = _jsonable(info)
+        out["job_id"] = info.id
+        out["documents"] = out.pop("items")
+        return out
+
+    def jobs(self, tenant: str) -> list[dict]:
+        return [self.job(tenant, j.id) for j in self.kb.list_jobs(tenant)]
+
+    def documents(self, tenant: str) -> list[dict]:
+        return [_jsonable(d) for d in self.kb.list_documents(tenant)]
+
+    def delete_document(self, tenant: str, doc_id: str) -> bool:
+        return self.kb.delete_document(tenant, doc_id)
+
+    # ---- the agent ------------------------------------------------------------------------------
+    def _config(self, tenant: str, thread_id: str, cancel: Optional[threading.Event] = None) -> dict:
+        return {"configurable": {"thread_id": f"{tenant}:{thread_id}", "cancel": cancel}}
+
+    def _check(self, question: str, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if not question or not question.strip():
+            raise ValueError("the question is empty")
+
+    def ask(self, tenant: str, question: str, mode: str = "auto", thread_id: Optional[str] = None,
+            doc_ids: Optional[list[str]] = None) -> AgentAnswer:
+        final = None
+        for event in self.ask_stream(tenant, question, mode, thread_id, doc_ids):
+            if event["type"] == "final":
+                final = event["answer"]
+            elif event["type"] == "error":
+                raise RuntimeError(event["message"])
+        return AgentAnswer(**final)
+
+    def ask_stream(self, tenant: str, question: str, mode: str = "auto", thread_id: Optional[str] = None,
+                   doc_ids: Optional[list[str]] = None) -> Iterator[dict]:
+        """``{"type": "token", "text"}`` events while the answer is written, then ``{"type": "final"}``.
+
+        The graph runs on a worker thread; closing this iterator early cancels the engine request.
+        """
+        self._check(question, mode)
+        thread_id = thread_id or uuid.uuid4().hex
+        cancel = threading.Event()
+        events: queue.Queue = queue.Queue()
+        config = self._config(tenant, thread_id, cancel)
+
+        def run():
+            try:
+                for chunk in self.graph.stream(turn_input(tenant, question.strip(), mode, doc_ids), config,
+                                               stream_mode="custom"):
+                    if cancel.is_set():
+                        return
+                    events.put(chunk)
+                state = self.graph.get_state(config).values
+                answer = dict(state["messages"][-1]["answer"], thread_id=thread_id)
+                events.put({"type": "final", "answer": AgentAnswer(**answer).model_dump()})
+            except Exception as exc:  # reported to the caller, never swallowed
+                events.put({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+            finally:
+                events.put(None)
+
+        worker = threading.Thread(target=run, name="lexicon-ask", daemon=True)
+        worker.start()
+        try:
+            while True:
+                event = events.get()
+                if event is None:
+                    return
+                yield event
+        finally:
+            cancel.set()
+
+    def thread_history(self, tenant: str, thread_id: str) -> list[dict]:
+        state = self.graph.get_state(self._config(tenant, thread_id))
+        if not state.values:
+            raise NotFound(f"no thread {thread_id}")
+        return [dict(m) for m in state.values.get("messages", [])]
+
+    def threads(self, tenant: str) -> list[str]:
+        prefix, seen = f"{tenant}:", []
+        for cp in self.checkpointer.list(None):
+            tid = cp.config["configurable"]["thread_id"]
+            if tid.startswith(prefix) and tid[len(prefix):] not in seen:
+                seen.append(tid[len(prefix):])
+        return seen
+
+    # ---- dashboards -----------------------------------------------------------------------------
+    def kpis(self, tenant: str) -> list[dict]:
+        from app.agent.bi_planner import column_period
+
+        out = []
+        for t in self.kb.list_tables(tenant):
+            text = [c.name for c in t.columns if c.sql_type.upper() == "TEXT"]
+            periods = [(c.name, p) for c in t.columns for p in [column_period(c.name, c.label)] if p]
+            if not text or not periods:
+                continue
+            latest = max(periods, key=lambda cp: (cp[1].year, cp[1].fy, cp[1].quarter or 0))
+            res = self.kb.run_sql(tenant, f'SELECT "{text[0]}", "{latest[0]}" FROM "{t.sql_name}" ORDER BY row_num')
+            for label, value in res.rows[:4]:
+                if isinstance(value, (int, float)):
+                    out.append({"label": f"{label} ({latest[1].label()})", "value": value, "unit": t.unit,
+                                "source": f"{t.filename}, page {t.page}"})
+        return out[:8]
+
+    def engine_stats(self) -> dict:
+        if self._model is None:
+            return {"model": "(not loaded yet)", "loaded": False}
+        return self._model.stats()
+
+    def plan_view(self) -> str:
+        import contextlib
+        import io
+
+        from engine.planner import plan_command
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            plan_command("smollm2-135m", "bf16", "bf16", self.settings.engine_memory_gib,
+                         self.settings.engine_max_model_len, 0.9)
+        return buf.getvalue()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._ingest_pool.shutdown(wait=True)
+        if self._model is not None:
+            self._model.close()
+        self._close_checkpointer()
+        self.kb.close()
