@@ -1,0 +1,1 @@
+"""REST API routers (FastAPI); ``app.server.create_app`` assembles them."""

@@ -1,0 +1,86 @@
+"""Documents: upload + ingest as an async job with status, list, delete."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, File, HTTPException, Request, UploadFile
+from pydantic import BaseModel
+
+from app.api.deps import get_service, tenant
+from app.service import NotFound, UploadTooLarge
+
+router = APIRouter(prefix="/api", tags=["documents"])
+READ_CHUNK = 1 << 20
+
+
+class DocumentOut(BaseModel):
+    id: str
+    filename: str
+    status: str
+    error: str | None = None
+    pages: int = 0
+    chunks: int = 0
+    tables: int = 0
+    version: int = 0
+    kind: str = ""
+    updated_at: str | None = None
+
+
+class JobOut(BaseModel):
+    job_id: str
+    tenant: str
+    status: str
+    total: int
+    done: int
+    failed: int
+    documents: list[dict]
+    created_at: str | None = None
+    finished_at: str | None = None
+
+
+class Deleted(BaseModel):
+    deleted: bool
+    doc_id: str
+
+
+@router.post("/documents", status_code=202, response_model=JobOut,
+             summary="Upload a document; it is ingested by a background job (poll /api/jobs/{job_id})",
+             responses={413: {"description": "file over the size limit"}, 401: {"description": "bad API key"}})
+async def upload(request: Request, file: UploadFile = File(..., description="PDF, DOCX, HTML, TXT/MD, XLSX, CSV"),
+                 tenant: str = Depends(tenant), service=Depends(get_service)):
+    limit = service.settings.max_file_mb * 2**20
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024:
+        raise HTTPException(413, f"upload over the {service.settings.max_file_mb} MB limit")
+    data = bytearray()
+    while chunk := await file.read(READ_CHUNK):
+        data += chunk
+        if len(data) > limit:
+            raise HTTPException(413, f"{file.filename}: over the {service.settings.max_file_mb} MB limit")
+    try:
+        return service.upload(tenant, file.filename or "upload", bytes(data))
+    except UploadTooLarge as exc:
+        raise HTTPException(413, str(exc)) from exc
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, summary="Status of an ingestion job")
+def job(job_id: str, tenant: str = Depends(tenant), service=Depends(get_service)):
+    try:
+        return service.job(tenant, job_id)
+    except NotFound as exc:
+        raise HTTPException(404, f"no job {job_id}") from exc
+
+
+@router.get("/jobs", response_model=list[JobOut], summary="This tenant's ingestion jobs, newest first")
+def jobs(tenant: str = Depends(tenant), service=Depends(get_service)):
+    return service.jobs(tenant)
+
+
+@router.get("/documents", response_model=list[DocumentOut], summary="This tenant's documents")
+def documents(tenant: str = Depends(tenant), service=Depends(get_service)):
+    return service.documents(tenant)
+
+
+@router.delete("/documents/{doc_id}", response_model=Deleted, summary="Delete a document, its chunks and tables")
+def delete(doc_id: str, tenant: str = Depends(tenant), service=Depends(get_service)):
+    if not service.delete_document(tenant, doc_id):
+        raise HTTPException(404, f"no document {doc_id}")
+    return {"deleted": True, "doc_id": doc_id}
