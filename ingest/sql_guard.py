@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 
 import sqlalchemy as sa
 
@@ -18,6 +19,7 @@ from ingest.errors import SqlRejected
 from ingest.types import SqlResult
 
 MAX_ROWS = 1000
+TIMEOUT_S = 10.0
 STRING = re.compile(r"'(?:[^']|'')*'")
 COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 FORBIDDEN = re.compile(
@@ -62,8 +64,16 @@ def _fetch(result, max_rows: int) -> SqlResult:
     return SqlResult(columns, [list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
 
 
+CTE_NAME = re.compile(r"(?:\bwith\s+(?:recursive\s+)?|,\s*)([A-Za-z_]\w*)\s*(?:\([^()]*\))?\s+as\s*\(", re.I)
+
+
 def _run_sqlite(engine: sa.Engine, stmt: str, allowed: set[str], max_rows: int) -> SqlResult:
     denied: list[str] = []
+    with engine.connect() as conn:
+        real = {r[0].lower() for r in conn.exec_driver_sql("select name from sqlite_master where type in ('table', 'view')")}
+    # SQLite reports reads of recursive CTEs under the CTE's name; a CTE may not shadow a real table
+    ctes = {m.group(1).lower() for m in CTE_NAME.finditer(STRING.sub("''", stmt))} - real
+    allowed = allowed | ctes
 
     def authorizer(action, arg1, arg2, _db, _trigger):
         if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE, sqlite3.SQLITE_TRANSACTION):
@@ -81,12 +91,20 @@ def _run_sqlite(engine: sa.Engine, stmt: str, allowed: set[str], max_rows: int) 
         denied.append(f"operation {action}")
         return sqlite3.SQLITE_DENY
 
+    deadline = time.monotonic() + TIMEOUT_S
+
+    def over_time() -> int:  # non-zero aborts the statement (a runaway recursive CTE, say)
+        return int(time.monotonic() > deadline)
+
     with engine.connect() as conn:
         raw = conn.connection.dbapi_connection
         raw.set_authorizer(authorizer)
+        raw.set_progress_handler(over_time, 10_000)
         try:
             return _fetch(conn.exec_driver_sql(stmt), max_rows)
         except sa.exc.DBAPIError as exc:
+            if time.monotonic() > deadline:
+                raise SqlRejected(f"the query ran longer than {TIMEOUT_S:.0f} s and was stopped") from None
             if denied and denied[0].startswith("table"):
                 raise SqlRejected(f"not allowed: {denied[0]} is not one of this tenant's tables") from None
             if denied:
@@ -94,6 +112,7 @@ def _run_sqlite(engine: sa.Engine, stmt: str, allowed: set[str], max_rows: int) 
             raise SqlRejected(f"the query failed: {exc.orig}") from None
         finally:
             raw.set_authorizer(None)
+            raw.set_progress_handler(None, 0)
             conn.rollback()
 
 
@@ -120,7 +139,7 @@ def _run_postgres(engine: sa.Engine, stmt: str, allowed: set[str], max_rows: int
         try:
             with raw.cursor() as cur:
                 cur.execute("SET TRANSACTION READ ONLY")
-                cur.execute("SET LOCAL statement_timeout = 10000")
+                cur.execute(f"SET LOCAL statement_timeout = {int(TIMEOUT_S * 1000)}")
                 cur.execute(f"EXPLAIN (FORMAT JSON) {stmt}")
                 plan = cur.fetchone()[0]
                 if isinstance(plan, str):

@@ -56,3 +56,24 @@ def test_comments_cannot_hide_a_second_statement():
     with pytest.raises(SqlRejected):
         validate_sql("select 1 /* ; */ ; delete from t_mine")
     assert validate_sql("select 1 -- trailing comment") == "select 1"
+
+
+def test_runaway_query_is_stopped(engine, monkeypatch):
+    import ingest.sql_guard
+
+    monkeypatch.setattr(ingest.sql_guard, "TIMEOUT_S", 0.5)
+    endless = "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"
+    with pytest.raises(SqlRejected, match="longer than"):
+        run_readonly(engine, endless, {"t_mine"})
+    assert run_readonly(engine, "select count(*) from t_mine", {"t_mine"}).rows == [[2]]  # connection still fine
+
+
+def test_recursive_cte_runs_but_cannot_shadow_a_real_table(engine):
+    series = "with recursive n(i) as (select 1 union all select i + 1 from n where i < 3) select i from n"
+    assert run_readonly(engine, series, {"t_mine"}).rows == [[1], [2], [3]]
+    sneaky = ("with recursive t_other(secret) as (select secret from t_other union all "
+              "select secret from t_other where 0) select * from t_other")
+    with pytest.raises(SqlRejected, match="t_other"):  # SQLite's "circular reference" or our denial
+        run_readonly(engine, sneaky, {"t_mine"})
+    with pytest.raises(SqlRejected, match="table t_other"):
+        run_readonly(engine, "with x as (select 1) select secret from t_other, x", {"t_mine"})
