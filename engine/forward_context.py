@@ -53,21 +53,26 @@ class ForwardContext(Protocol):
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, past_len: int,
                      sliding_window: Optional[int] = None) -> torch.Tensor:
-    """One sequence: q [L, H, hd] for positions past_len..past_len+L-1, k/v [past_len+L, KV, hd]."""
-    n_heads, n_kv = q.shape[1], k.shape[1]
-    if n_kv != n_heads:  # GQA: repeat kv heads
-        k = k.repeat_interleave(n_heads // n_kv, dim=1)
-        v = v.repeat_interleave(n_heads // n_kv, dim=1)
-    L, S = q.shape[0], k.shape[0]
-    qpos = torch.arange(past_len, past_len + L, device=q.device)[:, None]
-    kpos = torch.arange(S, device=q.device)[None, :]
-    mask = kpos <= qpos
-    if sliding_window is not None:
-        mask &= kpos > qpos - sliding_window
-    out = F.scaled_dot_product_attention(
-        q.transpose(0, 1), k.transpose(0, 1).to(q.dtype), v.transpose(0, 1).to(q.dtype),
-        attn_mask=mask, scale=scale)
-    return out.transpose(0, 1)
+    """One sequence: q [L, H, hd] for positions past_len..past_len+L-1, k/v [past_len+L, KV, hd].
+
+    GQA without copying k/v: the H/KV query heads sharing a kv head are folded into extra query rows, so
+    SDPA runs over KV heads. A one-token step with no window needs no mask at all.
+    """
+    L, n_heads, hd = q.shape
+    S, n_kv = k.shape[0], k.shape[1]
+    group = n_heads // n_kv
+    qg = q.view(L, n_kv, group, hd).permute(1, 2, 0, 3).reshape(n_kv, group * L, hd)  # rows (group, L)
+    kk, vv = k.transpose(0, 1).to(q.dtype).contiguous(), v.transpose(0, 1).to(q.dtype).contiguous()
+    mask = None
+    if L > 1 or (sliding_window is not None and S > sliding_window):
+        qpos = torch.arange(past_len, past_len + L, device=q.device)[:, None]
+        kpos = torch.arange(S, device=q.device)[None, :]
+        mask = kpos <= qpos
+        if sliding_window is not None:
+            mask &= kpos > qpos - sliding_window
+        mask = mask.repeat(group, 1)  # [group * L, S], same for every kv head
+    out = F.scaled_dot_product_attention(qg, kk, vv, attn_mask=mask, scale=scale)  # [KV, group * L, hd]
+    return out.view(n_kv, group, L, hd).permute(2, 0, 1, 3).reshape(L, n_heads, hd)
 
 
 class DenseContext:
