@@ -28,6 +28,46 @@ def kv_torch_dtype(name: str) -> torch.dtype:
         raise ValueError(f"unknown kv_dtype {name!r}; known: {', '.join(KV_DTYPES)}") from None
 
 
+LONG_CONTEXT = 2048  # past this many keys, prefill attention runs block by block (bounded memory)
+KEY_BLOCK = 1024
+
+
+def blockwise_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, past_len: int,
+                        sliding_window: Optional[int] = None, key_block: int = KEY_BLOCK,
+                        read=lambda x: x) -> torch.Tensor:
+    """Causal attention of q [L, H, hd] (positions past_len..) over k/v [S, KV, hd] with an online softmax
+    over key blocks: peak memory is O(L x key_block), not O(L x S), so a long context's prefill
+    activations stay bounded by the chunk size. GQA: each kv head's query group is folded into rows."""
+    L, H, hd = q.shape
+    S, KV = k.shape[0], k.shape[1]
+    g = H // KV
+    qh = q.view(L, KV, g, hd).permute(1, 2, 0, 3).reshape(KV, g * L, hd).float()
+    qpos = (past_len + torch.arange(L, device=q.device)).repeat(g)
+    m = torch.full((KV, g * L), float("-inf"), device=q.device)
+    denom = torch.zeros(KV, g * L, device=q.device)
+    acc = torch.zeros(KV, g * L, hd, device=q.device)
+    lo = 0 if sliding_window is None else max(0, past_len - sliding_window + 1)
+    for s0 in range(lo - lo % key_block, S, key_block):
+        kb = read(k[s0:s0 + key_block]).float().transpose(0, 1)  # [KV, b, hd]
+        vb = read(v[s0:s0 + key_block]).float().transpose(0, 1)
+        scores = torch.bmm(qh, kb.transpose(1, 2)).mul_(scale)  # [KV, gL, b]
+        kpos = s0 + torch.arange(kb.shape[1], device=q.device)
+        if s0 + kb.shape[1] - 1 > past_len or sliding_window is not None:
+            allowed = kpos[None, :] <= qpos[:, None]
+            if sliding_window is not None:
+                allowed &= kpos[None, :] > qpos[:, None] - sliding_window
+            scores.masked_fill_(~allowed, float("-inf"))
+        m_new = torch.maximum(m, scores.amax(-1))
+        m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        p = torch.exp(scores - m_safe[..., None])
+        corr = torch.exp(m - m_safe)
+        denom = denom * corr + p.sum(-1)
+        acc = acc * corr[..., None] + torch.bmm(p, vb)
+        m = m_new
+    out = acc / denom.clamp_min(1e-30)[..., None]
+    return out.view(KV, g, L, hd).permute(2, 0, 1, 3).reshape(L, H, hd).to(q.dtype)
+
+
 class KVPool:
     def __init__(self, n_layers: int, num_blocks: int, block_size: int, n_kv: int, head_dim: int,
                  dtype: torch.dtype, device="cpu"):
@@ -63,6 +103,11 @@ class PagedContext:
         if not self.kv.k:
             return self
         self.write_idx = torch.cat(write).to(dev)
+        contiguous = [bool((r[1:] - r[:-1] == 1).all()) for r in self.read]
+        if self._decode and all(contiguous):  # every past is a view of the pool: attend in place, no gather
+            self.read_views = [slice(int(r[0]), int(r[0]) + len(r)) for r in self.read]
+            return self
+        self.read_views = None
         if self._decode:  # one padded gather for all sequences
             lens = [s.past_len + 1 for s in spans]
             S = max(lens)
@@ -71,8 +116,9 @@ class PagedContext:
                 pad[i, : len(idx)] = idx
             self.read_pad = pad.to(dev)
             self.mask = (torch.arange(S)[None, :] < torch.tensor(lens)[:, None]).to(dev)[:, None, None, :]
-        else:
-            self.read = [r.to(dev) for r in self.read]
+        else:  # a sequence whose blocks are consecutive in the pool reads a view: no copy of its past
+            self.read = [slice(int(r[0]), int(r[0]) + len(r)) if c else r.to(dev)
+                         for r, c in zip(self.read, contiguous)]
         return self
 
     @property
@@ -91,10 +137,19 @@ class PagedContext:
         k_flat.index_copy_(0, self.write_idx, k.to(kc.dtype))
         v_flat.index_copy_(0, self.write_idx, v.to(vc.dtype))
 
-        def read(flat: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-            x = flat[idx]
+        def read(flat: torch.Tensor, idx) -> torch.Tensor:
+            x = flat[idx]  # a slice is a view, an index tensor a gather
             return (x.view(store) if store == torch.float8_e4m3fn else x).to(q.dtype)
 
+        if self._decode and sliding_window is None and self.read_views is not None:
+            B, H = q.shape[0], q.shape[1]
+            qq = q.view(B, n_kv, H // n_kv, hd)
+            outs = []
+            for i, sl in enumerate(self.read_views):
+                kk, vv = read(k_flat, sl).transpose(0, 1), read(v_flat, sl).transpose(0, 1)  # [kv, S, hd]
+                w = torch.matmul(qq[i], kk.transpose(1, 2)).mul_(scale).softmax(-1)
+                outs.append(torch.matmul(w, vv))
+            return torch.stack(outs).reshape(B, H, hd)
         if self._decode and sliding_window is None:
             B, H = q.shape[0], q.shape[1]
             g = H // n_kv
@@ -106,6 +161,11 @@ class PagedContext:
         outs = []
         for s, idx in zip(self.spans, self.read):
             sl = slice(s.start, s.start + s.length)
+            if s.past_len + s.length > LONG_CONTEXT:
+                kk, vv = (k_flat[idx], v_flat[idx])
+                conv = (lambda x: x.view(store)) if store == torch.float8_e4m3fn else (lambda x: x)
+                outs.append(blockwise_attention(q[sl], kk, vv, scale, s.past_len, sliding_window, read=conv))
+                continue
             outs.append(causal_attention(q[sl], read(k_flat, idx), read(v_flat, idx), scale, s.past_len, sliding_window))
         return torch.cat(outs)
 

@@ -91,3 +91,14 @@ def test_speculative_decoding_equals_greedy_and_reports_acceptance(tiny_hybrid):
 def test_too_small_memory_budget_is_a_clear_error(tiny_hybrid):
     with pytest.raises(ValueError, match="cannot hold one"):
         make_engine(tiny_hybrid, memory_gib=0.00001)
+
+
+@pytest.mark.parametrize("L,S,H,KV,window", [(37, 3000, 4, 2, None), (64, 2600, 6, 3, None), (20, 2500, 4, 1, 700)])
+def test_blockwise_long_context_attention_equals_sdpa(L, S, H, KV, window):
+    from engine.forward_context import causal_attention
+    from engine.paged_context import blockwise_attention
+
+    g = torch.Generator().manual_seed(L)
+    q, k, v = (torch.randn(n, h, 16, generator=g) for n, h in ((L, H), (S, KV), (S, KV)))
+    got = blockwise_attention(q, k, v, 0.25, S - L, window, key_block=256)
+    torch.testing.assert_close(got, causal_attention(q, k, v, 0.25, S - L, window), atol=1e-5, rtol=1e-4)
