@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ingest.errors import IngestError
+from ingest.parsers.docx_numbering import NumberingRenderer
 from ingest.parsers import PageBuilder, ParsedDocument, RawTable, rows_as_text
 
 W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -30,6 +31,7 @@ def parse_docx(path: Path) -> ParsedDocument:
         document = docx.Document(str(path))
     except Exception as exc:  # noqa: BLE001 - python-docx raises KeyError, BadZipFile, lxml errors...
         raise IngestError(f"the DOCX is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
+    numbering = NumberingRenderer(document)
     pages = []
     tables: list[RawTable] = []
     page = PageBuilder(1)
@@ -37,6 +39,9 @@ def parse_docx(path: Path) -> ParsedDocument:
     for block in document.iter_inner_content():
         if isinstance(block, Paragraph):
             text = block.text
+            number = numbering.label(block) if text.strip() else ""
+            if number and not text.lstrip().startswith(number):
+                text = f"{number} {text.strip()}"
             page.add(text, heading=_is_heading(block))
             if text.strip():
                 last_text = text.strip()

@@ -102,3 +102,40 @@ def test_csv_is_one_table(tmp_path):
     path.write_text("quarter;revenue\nQ1;1234.5\nQ2;900\n")
     doc = parse(path)
     assert doc.kind == "csv" and doc.tables[0].rows == [["quarter", "revenue"], ["Q1", "1234.5"], ["Q2", "900"]]
+
+
+def test_docx_auto_numbering_is_rendered_into_the_text(tmp_path):
+    """Word-numbered clauses have no number in their text runs; the parser renders "14.1", "14.2", "(a)"."""
+    import docx
+    from docx.oxml import parse_xml
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    d = docx.Document()
+    numbering = d.part.numbering_part.element
+    numbering.insert(0, parse_xml(
+        f'<w:abstractNum {w} w:abstractNumId="90">'
+        '<w:lvl w:ilvl="0"><w:start w:val="14"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl>'
+        '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/></w:lvl>'
+        '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%3)"/></w:lvl>'
+        '</w:abstractNum>'))
+    numbering.append(parse_xml(f'<w:num {w} w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
+
+    def numbered(text, level):
+        p = d.add_paragraph(text)
+        p._p.get_or_add_pPr().append(parse_xml(
+            f'<w:numPr {w}><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>'))
+
+    numbered("Governing Law and Disputes", 0)
+    numbered("Governing Law. New York law governs.", 1)
+    numbered("Jurisdiction. Courts of New York County.", 1)
+    numbered("first limb", 2)
+    numbered("second limb", 2)
+    numbered("Notices. In writing.", 1)
+    d.add_paragraph("Plain steps:", style="List Number")  # the template's own single-level list
+    path = tmp_path / "numbered.docx"
+    d.save(path)
+    lines = parse(path).pages[0].text.split("\n\n")
+    assert lines[:6] == ["14. Governing Law and Disputes", "14.1 Governing Law. New York law governs.",
+                         "14.2 Jurisdiction. Courts of New York County.", "(a) first limb", "(b) second limb",
+                         "14.3 Notices. In writing."]
+    assert lines[6] == "1. Plain steps:"
