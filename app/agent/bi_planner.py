@@ -139,6 +139,8 @@ def _plan_wide(t, question, words, qp, growth, average, total, row_labels_of) ->
             scored.append((overlap / len(lw) if overlap else 0.0, lab))
     top = max((s for s, _ in scored), default=0.0)
     rows = [lab for s, lab in scored if s == top and s >= 0.5]
+    if len(rows) > 1 and any(r.strip().lower() == "total" for r in rows):  # "total of A and B": the aggregate
+        rows = [r for r in rows if r.strip().lower() != "total"]
     if ALL_ROWS.search(question) and not (top == 1.0 and len(rows) == 1 and rows[0].lower() != "total"):
         rows, top = [lab for lab in labels if lab.strip().lower() != "total"], max(top, 0.75)
     if not rows:

@@ -117,6 +117,8 @@ def make_bi_node(deps: AgentDeps):
         return read
 
     def model_sql(question: str, tables: list) -> Optional[str]:
+        if not deps.settings.llm_base_url:  # the small embedded model: the planner writes the SQL
+            return None
         model = deps.chat_model()
         if not getattr(model, "supports_sql", False):
             return None

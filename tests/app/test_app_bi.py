@@ -1,0 +1,68 @@
+"""BI route on the sample statements (no model: the deterministic planner writes the SQL)."""
+from __future__ import annotations
+
+import pytest
+
+from ingest.samples import SAMPLE_FACTS
+
+from conftest import TENANT, passage_texts  # tests/app/conftest.py
+
+INCOME = SAMPLE_FACTS["annual_report"]["income_statement"]
+SEGMENTS = SAMPLE_FACTS["segments"]
+
+
+def ask_bi(service, question):
+    answer = service.ask(TENANT, question, mode="bi")
+    assert answer.route == "bi", answer
+    assert service._model is None  # BI on the embedded model never loads weights
+    return answer
+
+
+def sql_truth(service, sql):
+    return service.kb.run_sql(TENANT, sql).rows
+
+
+def test_revenue_by_year_equals_the_statement(sample_service):
+    a = ask_bi(sample_service, "What was revenue in 2024 and 2023?")
+    assert a.supported and a.sql.upper().startswith("SELECT")
+    assert a.rows == [["Revenue", INCOME["Revenue"][2024], INCOME["Revenue"][2023]]]
+    assert a.rows == sql_truth(sample_service, a.sql)
+    assert "63,918.7" in a.answer and "55,732.4" in a.answer
+    assert a.chart["data"][0]["y"] == [INCOME["Revenue"][2024], INCOME["Revenue"][2023]]
+
+
+def test_growth_is_computed_in_sql(sample_service):
+    a = ask_bi(sample_service, "By how much did net income grow in 2024 compared to 2023?")
+    expected = round((INCOME["Net income (loss)"][2024] / INCOME["Net income (loss)"][2023] - 1) * 100, 2)
+    label, new, old, pct = a.rows[0]
+    assert label == "Net income (loss)" and (new, old) == (INCOME["Net income (loss)"][2024], INCOME["Net income (loss)"][2023])
+    assert pct == pytest.approx(expected, abs=0.01)
+    assert f"{expected:.2f}".rstrip("0") in a.answer
+
+
+def test_segment_quarter_and_breakdown(sample_service):
+    a = ask_bi(sample_service, "What was Software revenue in Q3 2024?")
+    assert a.rows == [["Software", SEGMENTS["revenue"]["Software"][2]]]
+    b = ask_bi(sample_service, "What is the FY 2024 revenue by segment?")
+    assert {r[0]: r[1] for r in b.rows} == SEGMENTS["fy_total"]
+
+
+def test_total_over_segments_matches_sample_facts(sample_service):
+    a = ask_bi(sample_service, "What was the total revenue of Software and Services in Q4 2024?")
+    assert a.rows[0][0] == pytest.approx(SEGMENTS["revenue"]["Software"][3] + SEGMENTS["revenue"]["Services"][3])
+
+
+def test_bi_citation_quotes_the_table_page(sample_service):
+    a = ask_bi(sample_service, "What was operating income in 2022?")
+    assert a.rows == [["Operating income (loss)", INCOME["Operating income (loss)"][2022]]]
+    texts = passage_texts(sample_service)
+    c = a.citations[0]
+    assert c.filename == SAMPLE_FACTS["annual_report"]["filename"]
+    assert c.page == SAMPLE_FACTS["annual_report"]["income_statement_page"]
+    assert c.quote in texts[c.doc_id] and "Operating income" in c.quote
+
+
+def test_auto_mode_routes_numbers_to_bi_and_unmatched_numbers_elsewhere(sample_service):
+    assert sample_service.ask(TENANT, "What was gross profit in 2023?").route == "bi"
+    kpis = sample_service.kpis(TENANT)
+    assert any(k["label"].startswith("Revenue") and k["value"] == INCOME["Revenue"][2024] for k in kpis)
