@@ -25,7 +25,7 @@ STOPWORDS = frozenset(
 )
 BM25_K1, BM25_B, BM25_AVG_LEN = 1.2, 0.75, 120.0
 
-_CLIENTS: dict[str, list] = {}  # path -> [client, refcount]
+_CLIENTS: dict[str, list] = {}  # path -> [client, refcount, lock shared by every store on that client]
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -58,15 +58,22 @@ class VectorPoint:
     payload: dict
 
 
-def _acquire_local(path: Path) -> QdrantClient:
+def _acquire_local(path: Path) -> tuple[QdrantClient, threading.RLock]:
     key = str(path.resolve())
     with _CLIENTS_LOCK:
         entry = _CLIENTS.get(key)
         if entry is None:
             path.mkdir(parents=True, exist_ok=True)
-            entry = _CLIENTS[key] = [QdrantClient(path=key), 0]
+            try:
+                client = QdrantClient(path=key)
+            except RuntimeError as exc:
+                raise RuntimeError(
+                    f"the local vector store {key} is in use by another process ({exc}); run one lexicon process"
+                    " per data_dir, or point every process at a Qdrant server with LEXICON_QDRANT_URL"
+                ) from exc
+            entry = _CLIENTS[key] = [client, 0, threading.RLock()]
         entry[1] += 1
-        return entry[0]
+        return entry[0], entry[2]
 
 
 def _release_local(path: Path) -> None:
@@ -86,6 +93,7 @@ class VectorStore:
         self.collection, self.dim = collection, dim
         self._path = None
         self._remote = bool(url)
+        self._lock = threading.RLock()  # the local client is not thread-safe
         if url:
             self.client = QdrantClient(url=url)
         elif location:  # ":memory:" for benchmarks
@@ -93,8 +101,7 @@ class VectorStore:
         else:
             assert path is not None
             self._path = Path(path)
-            self.client = _acquire_local(self._path)
-        self._lock = threading.RLock()  # the local client is not thread-safe
+            self.client, self._lock = _acquire_local(self._path)
         self._ensure_collection()
 
     def _ensure_collection(self) -> None:

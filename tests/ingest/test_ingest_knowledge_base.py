@@ -1,6 +1,8 @@
 """End to end on the sample corpus: real SQLite, real Qdrant local store, real embeddings."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 
@@ -140,3 +142,23 @@ def test_failure_inside_the_commit_rolls_back_rows_and_ddl(kb, tmp_path, monkeyp
     monkeypatch.undo()
     assert kb.ingest_file(path, "acme").status == "ingested"
     assert kb.run_sql("acme", f"select y2024 from {kb.list_tables('acme')[0].sql_name}").rows == [[250.0]]
+
+
+def test_store_in_use_by_another_process_gives_a_clear_error(settings, embedder, tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    from ingest.knowledge_base import KnowledgeBase
+
+    with KnowledgeBase(settings, embedder=embedder):  # holds the local Qdrant folder
+        child = textwrap.dedent(f"""
+            from ingest.vectors import VectorStore
+            try:
+                VectorStore("chunks", 384, path={str(settings.qdrant_path)!r})
+            except RuntimeError as exc:
+                print(exc)
+        """)
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120,
+                             cwd=str(tmp_path), env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])}).stdout
+    assert "in use by another process" in out and "LEXICON_QDRANT_URL" in out
