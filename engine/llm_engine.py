@@ -9,6 +9,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
@@ -77,6 +78,9 @@ def _weights_bytes(model: torch.nn.Module) -> int:
     for m in model.modules():
         for part in getattr(m, "compressed", None) or []:
             total += part.nbytes
+        packed = getattr(m, "packed_fp16", None)  # fbgemm-packed fp16 copy (CPU fast path)
+        if isinstance(packed, torch.Tensor):
+            total += packed.numel() * packed.element_size()
     return total
 
 
@@ -101,6 +105,7 @@ class LLMEngine:
         self._detok: dict[int, _Detok] = {}
         self._snapshot_target: dict[int, str] = {}
         self.generated_tokens = 0
+        self.recent: deque[tuple[float, int]] = deque()  # (time, tokens) of the last steps, for tokens_per_s
         self.peak_batch = 0
         self.started = time.monotonic()
 
@@ -165,6 +170,9 @@ class LLMEngine:
             if toks is None:
                 continue
             self.generated_tokens += len(toks)
+            self.recent.append((time.monotonic(), len(toks)))
+            if len(self.recent) > 4096:
+                self.recent.popleft()
             det = self._detok.get(seq.seq_id)
             if det is None:
                 continue
@@ -208,7 +216,10 @@ class LLMEngine:
         return out
 
     def stats(self) -> dict:
-        s, elapsed = self.scheduler, max(1e-9, time.monotonic() - self.started)
+        s, now = self.scheduler, time.monotonic()
+        while self.recent and now - self.recent[0][0] > 10.0:
+            self.recent.popleft()
+        window = max(1e-9, min(10.0, now - self.started))
         return {
             "running": len(s.running), "waiting": len(s.waiting),
             "kv_blocks_used": s.blocks.num_used, "kv_blocks_total": s.blocks.num_blocks,
@@ -216,7 +227,8 @@ class LLMEngine:
             "mamba_slots_used": s.states.num_used, "mamba_slots_total": s.states.num_slots,
             "snapshots": len(s.snapshots), "snapshot_names": sorted(s.snapshots.snapshots),
             "snapshot_evictions": s.snapshots.evictions,
-            "generated_tokens": self.generated_tokens, "peak_batch": self.peak_batch, "tokens_per_s": self.generated_tokens / elapsed,
+            "generated_tokens": self.generated_tokens, "peak_batch": self.peak_batch,
+            "tokens_per_s": sum(n for _, n in self.recent) / window,
             "speculative": self.lookup is not None, "spec_mean_acceptance_length": self.spec.mean_acceptance_length,
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
         }

@@ -151,14 +151,15 @@ class CapacityPlan:
             f"model {self.model}: {self.params.total / 1e9:.2f} B params "
             f"({self.params.quantized / 1e9:.2f} B in {self.weights_format}, {self.params.high_precision / 1e9:.2f} B in bf16)",
             f"device {self.device_gib:g} GiB x memory fraction {self.memory_fraction:g} = {g(self.budget_bytes)}",
-            f"  weights ({self.weights_format})         {g(self.weights_bytes)}",
-            f"  activations (chunk {self.chunk_tokens}) {g(self.activation_bytes)}",
-            f"  runtime overhead              {g(self.overhead_bytes)}",
-            f"  left for contexts             {g(self.free_for_contexts)}",
+            f"  {'weights (' + self.weights_format + ')':<30}{g(self.weights_bytes)}",
+            f"  {'activations (chunk ' + str(self.chunk_tokens) + ')':<30}{g(self.activation_bytes)}",
+            f"  {'runtime overhead':<30}{g(self.overhead_bytes)}",
+            f"  {'left for contexts':<30}{g(self.free_for_contexts)}",
             f"per context of {self.context_tokens:,} tokens:",
-            f"  KV ({self.kv_dtype}) {self.kv_bytes_per_token} B/token  {g(self.kv_bytes_per_token * self.context_tokens)}",
-            f"  Mamba state                   {self.mamba_bytes_per_seq / MIB:8.1f} MiB",
-            f"  total                         {g(self.bytes_per_context)}",
+            f"  {'KV (' + self.kv_dtype + ', ' + str(self.kv_bytes_per_token) + ' B/token)':<30}"
+            f"{g(self.kv_bytes_per_token * self.context_tokens)}",
+            f"  {'Mamba state':<30}{self.mamba_bytes_per_seq / MIB:8.1f} MiB",
+            f"  {'total':<30}{g(self.bytes_per_context)}",
             f"concurrent contexts: {self.max_contexts}  (exact {self.exact_contexts:.2f})",
             "assumptions:",
         ]
