@@ -15,7 +15,6 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
-from ingest.detect import EXTENSION_KINDS
 from ingest.models import Job, JobItem, utcnow
 from ingest.types import JobInfo, JobItemInfo
 
@@ -29,7 +28,8 @@ def expand_paths(paths: list[Path]) -> list[tuple[Path, str]]:
         p = Path(p)
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and not f.name.startswith(".") and (f.suffix.lower() in EXTENSION_KINDS or not f.suffix):
+                # unknown types are kept: they fail with "unsupported file type" instead of vanishing
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
                     out.append((f, f.relative_to(p).as_posix()))
         else:
             out.append((p, p.name))  # a missing file becomes a failed item with a clear error

@@ -34,7 +34,8 @@ def bad_folder(tmp_path):
     write_segments_xlsx(d / "bomb.xlsx")
     add_bomb(d / "bomb.xlsx", "xl/filler.xml", 24)
     (d / "really_text.pdf").write_text("This is a plain text file with a .pdf name.")
-    (d / "program.exe").write_bytes(b"MZ\x90\x00")  # not an ingestible extension: skipped by folder walk
+    (d / "program.exe").write_bytes(b"MZ\x90\x00")
+    (d / ".DS_Store").write_bytes(b"\x00\x01")  # hidden files are not documents: skipped
     return d
 
 
@@ -46,6 +47,7 @@ EXPECTED_ERRORS = {
     "bomb.docx": "zip bomb",
     "bomb.xlsx": "zip bomb",
     "really_text.pdf": "extension .pdf but its content is plain text",
+    "program.exe": "unsupported file type .exe",
 }
 
 
