@@ -44,7 +44,7 @@ def grade_passages(question: str, passages: list[dict]) -> list[dict]:
     words = content_words(question)
     if not words:
         return []
-    need = max(1, round(len(words) * 0.34))
+    need = min(2, (len(words) + 1) // 2)  # one word for a one- or two-word question, else two
     scored = []
     for i, p in enumerate(passages):
         overlap = len(words & content_words(f"{p.get('section') or ''} {p['text']}"))

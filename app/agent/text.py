@@ -35,21 +35,40 @@ def content_words(text: str, drop_generic: bool = True) -> set[str]:
     return out
 
 
-def sentences(text: str) -> list[str]:
-    """Sentence-like spans of ``text``, each a verbatim substring (stripped)."""
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of sentence-like spans of ``text``, whitespace trimmed."""
     spans = []
     for m in SENTENCE.finditer(text):
-        s = m.group(0).strip()
-        if len(s) >= 12:
-            spans.append(s)
-    return spans or ([text.strip()] if text.strip() else [])
+        a, b = m.start(), m.end()
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b - a >= 12:
+            spans.append((a, b))
+    return spans or ([(0, len(text))] if text.strip() else [])
+
+
+def sentences(text: str) -> list[str]:
+    """Sentence-like spans of ``text``, each a verbatim substring."""
+    return [text[a:b].strip() for a, b in sentence_spans(text)]
+
+
+HEADING_CHARS = 40
 
 
 def best_sentence(text: str, words: set[str]) -> tuple[str, int]:
-    """The sentence of ``text`` sharing most content words with ``words`` (ties: the first)."""
-    best, best_score = "", -1
-    for s in sentences(text):
-        score = len(content_words(s) & words)
+    """The sentence of ``text`` sharing most content words with ``words`` (ties: the first). A short,
+    heading-like best match is extended by the sentence after it, so the quote carries the clause itself."""
+    spans = sentence_spans(text)
+    best, best_score = -1, -1
+    for i, (a, b) in enumerate(spans):
+        score = len(content_words(text[a:b]) & words)
         if score > best_score:
-            best, best_score = s, score
-    return best, max(best_score, 0)
+            best, best_score = i, score
+    if best < 0:
+        return "", 0
+    a, b = spans[best]
+    if b - a < HEADING_CHARS and best + 1 < len(spans):
+        b = spans[best + 1][1]
+    return text[a:b].strip(), max(best_score, 0)

@@ -1,0 +1,71 @@
+"""The agent end to end on the sample corpus with the real SmolLM2 engine."""
+from __future__ import annotations
+
+import pytest
+
+from ingest.samples import SAMPLE_FACTS
+
+from conftest import TENANT, passage_texts  # tests/app/conftest.py
+
+pytestmark = pytest.mark.slow
+MSA = SAMPLE_FACTS["msa"]["filename"]
+
+
+def assert_quotes_in_source(service, answer):
+    texts = passage_texts(service)
+    for c in answer.citations:
+        assert c.quote and c.quote in texts[c.doc_id], c
+
+
+def test_rag_answer_cites_the_termination_clause(sample_service):
+    a = sample_service.ask(TENANT, "How many days of notice are needed to terminate the agreement?", mode="rag")
+    assert a.route == "rag" and a.supported and a.answer
+    assert_quotes_in_source(sample_service, a)
+    assert any(c.filename == MSA and "sixty (60) days" in c.quote for c in a.citations), a.citations
+
+
+def test_stream_yields_tokens_then_the_final_answer(sample_service):
+    events = list(sample_service.ask_stream(TENANT, "Which law governs the mutual NDA?", mode="rag"))
+    tokens = [e["text"] for e in events if e["type"] == "token"]
+    final = events[-1]
+    assert final["type"] == "final" and len(tokens) >= 2
+    assert final["answer"]["answer"] == "".join(tokens).strip()
+    assert any("Delaware" in c["quote"] for c in final["answer"]["citations"])
+
+
+def test_unsupported_question_says_so(sample_service):
+    a = sample_service.ask(TENANT, "What is the chief executive's favourite colour?")
+    assert not a.supported and a.citations == []
+    assert "do not contain" in a.answer
+
+
+def test_long_context_follow_up_reuses_the_dossier_snapshot(sample_service):
+    first = sample_service.ask(TENANT, "Summarize the master services agreement.", mode="long",
+                               doc_ids=[d["id"] for d in sample_service.documents(TENANT) if d["filename"] == MSA])
+    assert first.route == "long" and first.thread_id
+    assert_quotes_in_source(sample_service, first)
+    stats = sample_service.engine_stats()
+    names = [n for n in stats["snapshot_names"] if n.startswith(f"dossier-{TENANT}-")]
+    assert len(names) == 1
+    follow = sample_service.ask(TENANT, "And what does it say about the liability cap?", thread_id=first.thread_id)
+    assert follow.route == "long"  # auto mode keeps reading the same dossier
+    after = sample_service.engine_stats()
+    assert [n for n in after["snapshot_names"] if n.startswith(f"dossier-{TENANT}-")] == names
+    assert any("2,000,000" in c.quote for c in follow.citations), follow.citations
+
+
+def test_threads_persist_across_service_restarts(sample_service, module_settings):
+    from app.service import LexiconService
+
+    a = sample_service.ask(TENANT, "What was revenue in 2024?", thread_id="restart-thread")
+    assert a.route == "bi"
+    sample_service.checkpointer.conn.commit()
+    other = LexiconService(module_settings, kb=sample_service.kb)  # a new process would reopen the same files
+    try:
+        history = other.thread_history(TENANT, "restart-thread")
+        assert [m["role"] for m in history] == ["user", "assistant"]
+        assert history[1]["answer"]["rows"] == a.rows
+        with pytest.raises(KeyError):
+            other.thread_history("another-tenant", "restart-thread")
+    finally:
+        other._close_checkpointer()
