@@ -162,3 +162,21 @@ def test_store_in_use_by_another_process_gives_a_clear_error(settings, embedder,
         out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120,
                              cwd=str(tmp_path), env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])}).stdout
     assert "in use by another process" in out and "LEXICON_QDRANT_URL" in out
+
+
+def test_html_csv_and_text_go_through_the_whole_pipeline(kb, tmp_path):
+    (tmp_path / "kpis.csv").write_text('quarter,revenue,margin\nQ1,"$1,200.5",41.0%\nQ2,"(300)",39.5%\n')
+    (tmp_path / "policy.html").write_text("<html><body><h1>Retention Policy</h1><h2>4.2 Deletion</h2>"
+                                          "<p>Backups are deleted after ninety days.</p></body></html>")
+    (tmp_path / "memo.txt").write_text("Memo page one.\fSecond page: the escrow agent is Fabrikam Bank.")
+    summary = kb.ingest_paths([tmp_path], "acme")
+    assert summary.ingested == 3, [r.error for r in summary.results]
+    (table,) = kb.list_tables("acme")
+    assert [(c.name, c.sql_type, c.unit) for c in table.columns] == [
+        ("quarter", "TEXT", ""), ("revenue", "REAL", "USD"), ("margin", "REAL", "%")]
+    assert kb.run_sql("acme", f"select sum(revenue), avg(margin) from {table.sql_name}").rows == [
+        [pytest.approx(900.5), pytest.approx(40.25)]]
+    hit = kb.search("acme", "when are backups deleted", k=1)[0]
+    assert hit.filename == "policy.html" and hit.section == "4.2 Deletion"
+    hit = kb.search("acme", "who is the escrow agent", k=1)[0]
+    assert hit.filename == "memo.txt" and hit.page == 2
