@@ -1,11 +1,14 @@
 """Plotly figures for BI answers: the agent's own chart, or a bar / line / table built from the SQL result."""
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
 CHART_KINDS = ("auto", "bar", "line", "table")
+# a column named for a period, as the ingested statements name them: 2024, y2024, fy2024, q3_2024
+PERIOD_COLUMN = re.compile(r"^(?:y|fy_?|q[1-4]_?)?((?:19|20)\d\d)$", re.I)
 
 
 def _is_number(value: Any) -> bool:
@@ -49,6 +52,8 @@ def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: s
     if kind == "table" or not numeric or not rows:
         return table_figure(columns, rows, title)
     labels = [i for i in range(len(columns)) if i not in numeric]
+    if labels and len(numeric) > 1 and all(PERIOD_COLUMN.match(columns[i]) for i in numeric):
+        return _periods_figure(columns, rows, kind, labels, numeric, title)
     if labels:
         x = [" / ".join(axis_label(r[i]) for i in labels) for r in rows]
         x_title = " / ".join(columns[i] for i in labels)
@@ -72,6 +77,33 @@ def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: s
         xaxis_type="category",  # years and periods are labels, not a continuous scale
         margin={"l": 40, "r": 10, "t": 40 if title else 10, "b": 40},
     )
+    return fig
+
+
+def period_label(column: str) -> str:
+    """``y2024`` -> ``2024``, ``fy2024`` -> ``FY 2024``, ``q3_2024`` -> ``Q3 2024``."""
+    low = column.lower()
+    year = PERIOD_COLUMN.match(column).group(1)
+    if low.startswith("fy"):
+        return f"FY {year}"
+    if low.startswith("q"):
+        return f"Q{low[1]} {year}"
+    return year
+
+
+def _periods_figure(columns, rows, kind, labels, periods, title) -> go.Figure:
+    """A wide statement (line items x period columns): periods on x, one series per line item."""
+    x = [period_label(columns[i]) for i in periods]
+    fig = go.Figure()
+    for r in rows:
+        name = " / ".join(axis_label(r[i]) for i in labels)
+        y = [r[i] for i in periods]
+        if kind == "line":
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name))
+        else:
+            fig.add_trace(go.Bar(x=x, y=y, name=name))
+    fig.update_layout(title=title or None, xaxis_title="period", xaxis_type="category", barmode="group",
+                      showlegend=True, margin={"l": 40, "r": 10, "t": 40 if title else 10, "b": 40})
     return fig
 
 

@@ -93,7 +93,7 @@ def progress_html(rows: list[FileRow]) -> str:
         pct = int(round(r.progress * 100))
         detail = html.escape(r.error) if r.error else html.escape(r.detail)
         lines.append(
-            f"<tr class='upload-row' data-status='{html.escape(r.status)}'>"
+            f"<tr class='upload-row' data-status='{html.escape(r.status)}' data-done='{str(r.done).lower()}'>"
             f"<td>{html.escape(r.filename)}</td>"
             f"<td style='color:{color};font-weight:600' class='upload-status'>{html.escape(r.status)}</td>"
             f"<td><progress max='100' value='{pct}' style='width:12em'></progress> {pct}%</td>"
@@ -131,11 +131,32 @@ def delete_choices(rows: list[list]) -> list[tuple[str, str]]:
     return [(f"{r[0]} ({r[6]})", str(r[6])) for r in rows if r[6] is not None]
 
 
+def _follow(service: Any, tenant: str, row: FileRow, rows: list[FileRow], deadline: float):
+    """Poll one file's job until it finishes, yielding the progress table after each poll."""
+    while not row.done:
+        if time.monotonic() > deadline:
+            row.status, row.error, row.done = "failed", "timed out waiting for ingestion", True
+            break
+        time.sleep(POLL_SECONDS)
+        try:
+            apply_job(row, service.job(tenant, row.job_id))
+        except Exception as exc:
+            row.status, row.error, row.done = "failed", f"lost track of the job: {exc}", True
+        yield progress_html(rows)
+
+
 def upload_files(service: Any, tenant: str, paths: list[str]):
-    """Generator of progress HTML while the files are uploaded and ingested."""
-    rows = [FileRow(filename=Path(p).name) for p in paths]
+    """Generator of progress HTML while the files are uploaded and ingested.
+
+    Files go one at a time, each after the previous one's job has finished: the knowledge base ingests
+    serially anyway, and a job submitted while another is writing can hit a locked SQLite store.
+    """
+    rows = [FileRow(filename=Path(p).name, status="queued") for p in paths]
     yield progress_html(rows)
+    deadline = time.monotonic() + JOB_TIMEOUT_SECONDS
     for row, path in zip(rows, paths):
+        row.status = "uploading"
+        yield progress_html(rows)
         try:
             job = service.upload(tenant, row.filename, Path(path).read_bytes())
             row.job_id = str(job.get("job_id") or job.get("id") or "")
@@ -145,22 +166,7 @@ def upload_files(service: Any, tenant: str, paths: list[str]):
         except Exception as exc:  # one bad file must not stop the others
             row.status, row.error, row.done = "failed", str(exc) or type(exc).__name__, True
         yield progress_html(rows)
-    deadline = time.monotonic() + JOB_TIMEOUT_SECONDS
-    while not all(r.done for r in rows):
-        if time.monotonic() > deadline:
-            for r in rows:
-                if not r.done:
-                    r.status, r.error, r.done = "failed", "timed out waiting for ingestion", True
-            break
-        time.sleep(POLL_SECONDS)
-        for r in rows:
-            if r.done:
-                continue
-            try:
-                apply_job(r, service.job(tenant, r.job_id))
-            except Exception as exc:
-                r.status, r.error, r.done = "failed", f"lost track of the job: {exc}", True
-        yield progress_html(rows)
+        yield from _follow(service, tenant, row, rows, deadline)
 
 
 def build_library_tab(service: Any, session: gr.State):

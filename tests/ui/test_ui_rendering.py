@@ -28,6 +28,13 @@ def test_line_chart_of_all_numeric_columns_uses_the_first_as_categorical_axis():
     assert fig.layout.xaxis.type == "category"
 
 
+def test_wide_statement_puts_periods_on_x_and_one_series_per_line_item():
+    fig = result_figure(["line_item", "y2023", "y2024", "fy2024"],
+                        [["Revenue", 1100.0, 1250.0, 1250.0], ["Net income", 120.0, 150.0, 150.0]], "line")
+    assert [t.name for t in fig.data] == ["Revenue", "Net income"]
+    assert list(fig.data[0].x) == ["2023", "2024", "FY 2024"] and list(fig.data[1].y) == [120.0, 150.0, 150.0]
+
+
 def test_non_numeric_result_falls_back_to_a_table_and_bad_kind_is_refused():
     fig = result_figure(["party", "clause"], [["Acme", "12.1"]], "bar")
     assert fig.data[0].type == "table"

@@ -1,0 +1,247 @@
+"""The web UI in a real headless Chromium against the real app (SmolLM2 engine, real KnowledgeBase).
+
+One server and one browser for the whole module; the tests run in file order over one logged-in page
+(login -> upload -> ask -> revisit -> BI), plus fresh browser contexts for the wrong key and the second
+tenant. A failed test leaves a screenshot in tests/artifacts/.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from browser_harness import LiveServer, free_port  # tests/ui/browser_harness.py
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+KEY_ACME, KEY_GLOBEX = "ui-test-key-acme", "ui-test-key-globex"
+CLAUSE = "Either party may terminate this Agreement upon ninety (90) days prior written notice."
+PDF_NAME, XLSX_NAME = "acme_services_agreement.pdf", "acme_income_statement.xlsx"
+# a wide income statement: line items by year (the shape KPI tiles and the BI planner read)
+INCOME = [("Line item", "2022", "2023", "2024"), ("Revenue", 900000, 1100000, 1250000),
+          ("Net income", 90000, 120000, 150000)]
+STEP_MS = 30_000
+ANSWER_MS = 240_000  # a CPU-only 135M model answering, while other tests share the 2 cores
+
+
+def write_agreement_pdf(path: Path) -> Path:
+    """A two-page services agreement; the termination clause is on page 2."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=letter)
+    pages = [
+        ["MASTER SERVICES AGREEMENT", "between Acme Corporation and Globex Supplies Ltd.",
+         "1. Services. Globex shall provide logistics services to Acme as set out in Schedule A.",
+         "2. Fees. Acme shall pay the fees in Schedule B within thirty (30) days of invoice."],
+        ["12. Termination.", CLAUSE, "13. Governing law. This Agreement is governed by the laws of Delaware."],
+    ]
+    for lines in pages:
+        y = 720
+        for line in lines:
+            c.drawString(72, y, line)
+            y -= 24
+        c.showPage()
+    c.save()
+    return path
+
+
+def write_income_xlsx(path: Path) -> Path:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Income statement"
+    for row in INCOME:
+        ws.append(list(row))
+    wb.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from app.server import create_app
+    from app.settings import Settings
+
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("ui-data"),
+        api_keys={KEY_ACME: "acme", KEY_GLOBEX: "globex"},
+        max_new_tokens=32, engine_max_model_len=4096, engine_memory_gib=1.0, engine_max_num_seqs=4,
+    )
+    settings.ensure_dirs()
+    live = LiveServer(create_app(settings), free_port()).start(timeout=300)
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("ui-docs")
+    return [write_agreement_pdf(folder / PDF_NAME), write_income_xlsx(folder / XLSX_NAME)]
+
+
+@pytest.fixture(scope="module")
+def acme_page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(STEP_MS)
+    yield page
+    context.close()
+
+
+def open_ui(page, server) -> None:
+    page.goto(f"{server.url}/ui/")
+    page.wait_for_selector("#login-key input, #main-panel", state="visible")
+
+
+def log_in(page, key: str) -> None:
+    page.fill("#login-key input", key)
+    page.click("#login-button")
+
+
+def doc_row(page, filename: str):
+    return page.locator(f"#lib-docs tr.doc-row[data-filename='{filename}']")
+
+
+def test_wrong_key_is_refused(browser, server, screenshot_on_failure):
+    context = browser.new_context()
+    page = context.new_page()
+    screenshot_on_failure(page)
+    open_ui(page, server)
+    log_in(page, "not-a-key")
+    page.wait_for_selector("#login-message :text('access refused')")
+    assert not page.locator("#main-panel").is_visible()
+    assert page.locator("#login-panel").is_visible()
+    context.close()
+
+
+def test_login_and_upload_shows_documents_with_pages_and_tables(acme_page, server, docs, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    open_ui(page, server)
+    log_in(page, KEY_ACME)
+    page.wait_for_selector("#main-panel", state="visible")
+    assert "acme" in page.inner_text("#whoami")
+
+    page.click("button[role=tab]:has-text('Library')")
+    page.set_input_files("#lib-files input[type=file]", [str(p) for p in docs])
+    page.wait_for_selector("#lib-files :text('acme_income_statement')")
+    page.click("#lib-upload")
+    # one progress row per file, each reaching a finished state
+    rows = page.locator("#upload-table tr.upload-row")
+    page.wait_for_function("document.querySelectorAll('#upload-table tr.upload-row').length === 2")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#upload-table tr.upload-row')].every(r => r.dataset.done === 'true')",
+        timeout=ANSWER_MS)
+    assert rows.count() == 2
+    for i in range(2):
+        status = rows.nth(i).get_attribute("data-status")
+        assert status in ("ingested", "unchanged"), rows.nth(i).inner_text()
+
+    pdf_row = doc_row(page, PDF_NAME)
+    pdf_row.wait_for()
+    assert pdf_row.locator("td.doc-status").inner_text() == "ingested"
+    assert pdf_row.locator("td.doc-pages").inner_text() == "2"
+    assert int(doc_row(page, XLSX_NAME).locator("td.doc-tables").inner_text() or 0) >= 1  # tables found
+
+
+# Records every distinct text of the newest answer bubble, so the test can see it grow token by token.
+RECORD_ANSWER_JS = """() => {
+  window.__answerTexts = [];
+  const root = document.querySelector('#chat-bot');
+  const read = () => {
+    const answers = root.querySelectorAll('.message:not(.thought) > [data-testid="bot"]');
+    const text = answers.length ? answers[answers.length - 1].innerText.trim() : '';
+    const seen = window.__answerTexts;
+    if (text && seen[seen.length - 1] !== text) seen.push(text);
+  };
+  new MutationObserver(read).observe(root, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_streamed_answer_has_a_citation_that_opens_the_quoted_passage(acme_page, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    page.click("button[role=tab]:has-text('Chat')")
+    page.click("#chat-mode label:has-text('RAG')")
+    page.evaluate(RECORD_ANSWER_JS)
+    page.fill("#chat-question textarea", "How many days of notice are needed to terminate the agreement?")
+    page.click("#chat-send")
+
+    title = page.locator("#chat-bot .thought .title", has_text=PDF_NAME).first
+    title.wait_for(timeout=ANSWER_MS)
+    assert re.search(r"\[1\] .+ · page \d+", title.inner_text())
+    texts = page.evaluate("window.__answerTexts")
+    assert len(texts) >= 3, f"answer did not stream: {texts}"  # placeholder, partial text(s), final
+
+    title.click()
+    passage = page.locator("#chat-bot .thought", has_text="Document:").first
+    passage.wait_for()
+    body = passage.inner_text()
+    assert PDF_NAME in body and re.search(r"Page:\s*\d", body), body
+    assert "terminate" in body.lower() or "notice" in body.lower(), body
+
+
+def test_thread_is_kept_between_visits(acme_page, server, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    page.reload()
+    page.wait_for_selector("#main-panel", state="visible")  # logged in again from the browser's memory
+    page.wait_for_selector("#chat-bot [data-testid='user'] :text('How many days of notice')")
+    assert page.locator("#chat-thread input").input_value().startswith("How many days of notice")
+
+
+def test_bi_question_shows_answer_sql_table_and_chart(acme_page, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    page.click("button[role=tab]:has-text('BI dashboard')")
+    page.click("#bi-kpi-refresh")  # tiles computed from the uploaded statement
+    page.wait_for_selector("#kpi-tiles .kpi-tile:has-text('Revenue')")
+    page.fill("#bi-question textarea", "What was the revenue in each year?")
+    page.click("#bi-ask")
+    page.wait_for_selector("#bi-chart .js-plotly-plot", timeout=ANSWER_MS)
+    assert "SELECT" in page.inner_text("#bi-sql").upper()
+    table = page.inner_text("#bi-table")
+    assert "1250000" in table.replace(",", "").replace(".0", ""), table
+    page.click("#bi-kind label:has-text('line')")
+    page.wait_for_selector("#bi-chart .js-plotly-plot .scatterlayer .trace")
+
+
+def test_engine_panel_shows_pool_use_and_planner(acme_page, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    page.click("button[role=tab]:has-text('Engine')")
+    page.wait_for_selector("#engine-tiles :text('KV pool blocks')")
+    tiles = page.inner_text("#engine-tiles")
+    assert re.search(r"KV pool blocks[^\n]*\s+[\d,]+ / [\d,]+", tiles), tiles
+    assert "Tokens / s" in tiles and "Mamba state slots" in tiles
+    page.wait_for_function("document.querySelector('#engine-plan').innerText.trim().length > 20")
+
+
+def test_delete_removes_a_document(acme_page, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    page.click("button[role=tab]:has-text('Library')")
+    page.click("#lib-delete-pick input")
+    page.click(f"[role=option]:has-text('{XLSX_NAME}')")
+    page.click("#lib-delete")
+    page.wait_for_selector("#lib-status :text('Deleted')")
+    assert doc_row(page, XLSX_NAME).count() == 0
+    assert doc_row(page, PDF_NAME).count() == 1
+
+
+def test_another_tenant_sees_only_its_own_documents(browser, server, screenshot_on_failure):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(STEP_MS)
+    screenshot_on_failure(page)
+    open_ui(page, server)
+    log_in(page, KEY_GLOBEX)
+    page.wait_for_selector("#whoami :text('globex')")
+    page.click("button[role=tab]:has-text('Library')")
+    page.click("#lib-refresh")
+    page.wait_for_timeout(1000)
+    assert doc_row(page, PDF_NAME).count() == 0
+    assert doc_row(page, XLSX_NAME).count() == 0
+    context.close()
