@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +75,20 @@ def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocum
     kind = detect_kind(path)
     if kind in ("docx", "xlsx"):
         check_zip_bomb(path, limits.zip)
-    return kind, parse_file(path, kind)
+    parsed = parse_file(path, kind)
+    for page in parsed.pages:
+        page.text = clean_text(page.text)
+    for table in parsed.tables:
+        table.rows = [[clean_text(c) if isinstance(c, str) else c for c in row] for row in table.rows]
+    return kind, parsed
+
+
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """NULs and lone surrogates (seen in damaged PDFs) cannot be stored in Postgres; same-length swap keeps offsets."""
+    return UNSTORABLE.sub("\ufffd", text) if UNSTORABLE.search(text) else text
 
 
 class DocumentPipeline:

@@ -139,3 +139,12 @@ def test_docx_auto_numbering_is_rendered_into_the_text(tmp_path):
                          "14.2 Jurisdiction. Courts of New York County.", "(a) first limb", "(b) second limb",
                          "14.3 Notices. In writing."]
     assert lines[6] == "1. Plain steps:"
+
+
+def test_unstorable_characters_are_replaced_without_moving_offsets():
+    from ingest.pipeline import clean_text
+
+    text = "Fee\x00 is \ud800USD 10"
+    cleaned = clean_text(text)
+    assert len(cleaned) == len(text) and "\x00" not in cleaned and cleaned.encode("utf-8")
+    assert cleaned.endswith("USD 10") and clean_text("plain") == "plain"
