@@ -27,6 +27,7 @@ def ingest_command(settings, paths: list[Path], tenant: str, console: Console | 
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[info]}"), console=console, transient=False) as bar:
             files_task = bar.add_task("files", total=len(files), info="")
+            pages_task = bar.add_task("pages", total=None, info="")
             chunks_task = bar.add_task("chunks", total=None, info="")
             totals = {"pages": 0, "chunks": 0}
 
@@ -36,8 +37,8 @@ def ingest_command(settings, paths: list[Path], tenant: str, console: Console | 
                 elif e.stage == "file_start":
                     bar.update(files_task, info=e.filename)
                 elif e.stage == "parsed":
-                    bar.update(chunks_task, total=e.chunks, completed=0,
-                               info=f"{e.filename}: {e.pages} pages")
+                    bar.update(pages_task, advance=e.pages, info=f"{e.filename}: {e.pages} pages parsed")
+                    bar.update(chunks_task, total=e.chunks, completed=0, info=f"{e.filename}: embedding")
                 elif e.stage == "embedded":
                     bar.update(chunks_task, completed=e.chunks_embedded)
                 elif e.stage == "file_done" and e.result is not None:
