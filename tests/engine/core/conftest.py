@@ -18,3 +18,15 @@ def smollm2_exact():
     from engine.loader import load_model
 
     return load_model(packaged_llm_gguf(), cpu_fp16_weights=False)
+
+
+@pytest.fixture
+def one_thread():
+    """Token-by-token loops of small matmuls: on a loaded 2-core box a second OpenMP thread mostly waits
+    for the first (and is many times slower when descheduled), so run them on one."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -13,6 +13,7 @@ from engine.forward_context import DenseContext
 from engine.models.hybrid import HybridLM
 
 ATOL = 1e-4
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def hybrid_config(pattern: str, rope: bool = False) -> ModelConfig:
