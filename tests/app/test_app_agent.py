@@ -69,3 +69,26 @@ def test_threads_persist_across_service_restarts(sample_service, module_settings
             other.thread_history("another-tenant", "restart-thread")
     finally:
         other._close_checkpointer()
+
+
+def test_dossier_over_the_context_budget_hands_over_to_rag(sample_service, module_settings):
+    from app.service import LexiconService
+
+    tight = module_settings.model_copy(update={"max_new_tokens": module_settings.engine_max_model_len - 64})
+    service = LexiconService(tight, kb=sample_service.kb, chat_model=sample_service.chat_model())
+    try:
+        a = service.ask(TENANT, "What is the chief executive's favourite colour?", mode="long", thread_id="budget")
+        state = service.graph.get_state(service._config(TENANT, "budget")).values
+        assert state["fallback"].startswith("dossier exceeds the context budget")
+        assert a.route == "rag" and not a.supported  # retrieval found nothing relevant either
+    finally:
+        service._close_checkpointer()
+
+
+def test_ask_command_prints_answer_and_citations(sample_service, capsys):
+    from app.ask_command import ask_command
+
+    rc = ask_command(sample_service.settings, "What was revenue in 2023?", service=sample_service)
+    out = capsys.readouterr().out
+    assert rc == 0 and "55,732.4" in out and "SQL:" in out and "annual_report_2024.pdf, page 2" in out
+    assert ask_command(sample_service.settings, "x", mode="psychic", service=sample_service) == 2
