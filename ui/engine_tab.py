@@ -47,7 +47,7 @@ def stats_html(stats: dict) -> str:
         (kv_label, kv, kv_pct),
         ("Mamba state slots", mamba, mamba_pct),
         ("Snapshots held", _snapshot_text(stats.get("snapshots"), stats.get("snapshot_names")), None),
-        ("Tokens / s", f"{tps:,.1f}" if isinstance(tps, (int, float)) else "n/a", None),
+        ("Tokens / s (recent)", f"{tps:,.1f}" if isinstance(tps, (int, float)) else "n/a", None),
     ]
     if stats.get("generated_tokens") is not None:
         tiles.append(("Generated tokens", f"{stats['generated_tokens']:,}", None))

@@ -243,7 +243,7 @@ def test_another_tenant_sees_only_its_own_documents(browser, server, screenshot_
     page.wait_for_selector("#whoami :text('globex')")
     page.click("button[role=tab]:has-text('Library')")
     page.click("#lib-refresh")
-    page.wait_for_timeout(1000)
+    page.wait_for_selector("#lib-docs-empty")  # globex has no documents; acme's are not listed
     assert doc_row(page, PDF_NAME).count() == 0
     assert doc_row(page, XLSX_NAME).count() == 0
     context.close()
