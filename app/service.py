@@ -119,7 +119,7 @@ class LexiconService:
     def _config(self, tenant: str, thread_id: str, cancel: Optional[threading.Event] = None) -> dict:
         return {"configurable": {"thread_id": f"{tenant}:{thread_id}", "cancel": cancel}}
 
-    def _check(self, question: str, mode: str) -> None:
+    def validate_question(self, question: str, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if not question or not question.strip():
@@ -141,7 +141,7 @@ class LexiconService:
 
         The graph runs on a worker thread; closing this iterator early cancels the engine request.
         """
-        self._check(question, mode)
+        self.validate_question(question, mode)
         thread_id = thread_id or uuid.uuid4().hex
         cancel = threading.Event()
         events: queue.Queue = queue.Queue()
@@ -196,6 +196,7 @@ class LexiconService:
             text = [c.name for c in t.columns if c.sql_type.upper() == "TEXT"]
             periods = [(c.name, p) for c in t.columns for p in [column_period(c.name, c.label)] if p]
             if not text or not periods:
+                out.extend(self._long_table_kpis(tenant, t))
                 continue
             latest = max(periods, key=lambda cp: (cp[1].year, cp[1].fy, cp[1].quarter or 0))
             res = self.kb.run_sql(tenant, f'SELECT "{text[0]}", "{latest[0]}" FROM "{t.sql_name}" ORDER BY row_num')
@@ -204,6 +205,24 @@ class LexiconService:
                     out.append({"label": f"{label} ({latest[1].label()})", "value": value, "unit": t.unit,
                                 "source": f"{t.filename}, page {t.page}"})
         return out[:8]
+
+    def _long_table_kpis(self, tenant: str, t) -> list[dict]:
+        """A period column and metric columns (``year | revenue``): the latest period's metrics."""
+        from app.agent.bi_planner import PERIOD_COLUMN_NAMES
+        from app.agent.nodes_bi import _fmt
+
+        period = next((c for c in t.columns if c.name.lower() in PERIOD_COLUMN_NAMES), None)
+        metrics = [c for c in t.columns if c is not period and c.sql_type.upper() != "TEXT"]
+        if period is None or not metrics:
+            return []
+        res = self.kb.run_sql(tenant, f'SELECT "{period.name}", ' + ", ".join(f'"{c.name}"' for c in metrics)
+                              + f' FROM "{t.sql_name}" ORDER BY "{period.name}" DESC LIMIT 1')
+        if not res.rows:
+            return []
+        latest = res.rows[0]
+        return [{"label": f"{c.label or c.name} ({_fmt(latest[0])})", "value": v, "unit": c.unit or t.unit,
+                 "source": f"{t.filename}, page {t.page}"}
+                for c, v in zip(metrics, latest[1:]) if isinstance(v, (int, float))]
 
     def engine_stats(self) -> dict:
         if self._model is None:

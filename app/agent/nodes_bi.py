@@ -16,6 +16,8 @@ from app.agent.state import AgentDeps, AgentState
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer() and 1900 <= v <= 2100:  # a year read as REAL
+        return str(int(v))
     if isinstance(v, float):
         return f"{v:,.2f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else str(v)
     if isinstance(v, int):
@@ -49,14 +51,15 @@ def answer_text(plan: Optional[BiPlan], columns: list[str], rows: list[list], un
             label, new, old, pct = (r[0], r[1], r[2], r[3]) if len(r) >= 4 else (None, *r[:3])
             a, b = plan.value_columns[:2] if len(plan.value_columns) >= 2 else ("current", "previous")
             a_t, b_t = (column_title(table, a), column_title(table, b)) if plan.label_column != a else (a, b)
-            name = f"{label}: " if plan.row_labels else f"{plan.value_columns[0]} in {label}: "
+            metric = column_title(table, plan.value_columns[0]) if table else plan.value_columns[0]
+            name = f"{label}: " if plan.row_labels else f"{metric} in {_fmt(label)}: "
             if plan.row_labels:
                 parts.append(f"{name}{a_t} {_fmt(new)} vs {b_t} {_fmt(old)}, growth {_fmt(pct)}%")
             else:
                 parts.append(f"{name}{_fmt(new)} vs {_fmt(old)} the year before, growth {_fmt(pct)}%")
         return "; ".join(parts) + unit_s + "."
     if plan and plan.kind in ("sum", "average"):
-        what = ", ".join(plan.row_labels) or plan.value_columns[0]
+        what = ", ".join(plan.row_labels) or column_title(table, plan.value_columns[0])
         cols = ", ".join(column_title(table, c) for c in plan.value_columns) if plan.row_labels else ""
         word = "Total" if plan.kind == "sum" else "Average"
         return f"{word} of {what}{' in ' + cols if cols else ''}: {_fmt(rows[0][0])}{unit_s}."
@@ -71,7 +74,9 @@ def answer_text(plan: Optional[BiPlan], columns: list[str], rows: list[list], un
 
 
 def chart_spec(plan: Optional[BiPlan], columns: list[str], rows: list[list], title: str) -> Optional[dict]:
-    numeric = [i for i, c in enumerate(columns) if rows and all(isinstance(r[i], (int, float)) for r in rows)]
+    axis = {plan.label_column, "period"} if plan else set()  # a year column is the x axis, not a series
+    numeric = [i for i, c in enumerate(columns)
+               if c not in axis and rows and all(isinstance(r[i], (int, float)) for r in rows)]
     if not rows or not numeric:
         return None
     table = plan.table if plan else None
@@ -149,7 +154,8 @@ def make_bi_node(deps: AgentDeps):
             plan = plan if plan and plan.sql == sql else None
         table = plan.table if plan else next((t for t in tables if t.sql_name in sql), tables[0])
         rows = [list(r) for r in result.rows]
-        citations = table_citation(deps.kb, tenant, table, plan.row_labels if plan else [])
+        needles = (plan.row_labels or [column_title(table, c) for c in plan.value_columns]) if plan else []
+        citations = table_citation(deps.kb, tenant, table, needles)
         return {"route": "bi", "sql": sql, "columns": list(result.columns), "rows": rows,
                 "answer": answer_text(plan, list(result.columns), rows, table.unit),
                 "chart": chart_spec(plan, list(result.columns), rows, table.title),

@@ -66,3 +66,24 @@ def test_auto_mode_routes_numbers_to_bi_and_unmatched_numbers_elsewhere(sample_s
     assert sample_service.ask(TENANT, "What was gross profit in 2023?").route == "bi"
     kpis = sample_service.kpis(TENANT)
     assert any(k["label"].startswith("Revenue") and k["value"] == INCOME["Revenue"][2024] for k in kpis)
+
+
+def test_long_table_year_and_metric_columns(sample_service, tmp_path):
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Income statement"
+    ws.append(["Year", "Revenue (USD)"])
+    for row in [(2022, 900000), (2023, 1100000), (2024, 1250000)]:
+        ws.append(list(row))
+    wb.save(tmp_path / "income.xlsx")
+    job = sample_service.ingest_paths("long-tenant", [tmp_path / "income.xlsx"])
+    assert job["failed"] == 0
+    a = sample_service.ask("long-tenant", "What was the revenue in each year?", mode="bi")
+    assert [[int(y), v] for y, v in a.rows] == [[2022, 900000], [2023, 1100000], [2024, 1250000]]
+    assert "2024: Revenue (USD) 1,250,000" in a.answer and a.chart["data"][0]["y"] == [900000, 1100000, 1250000]
+    g = sample_service.ask("long-tenant", "What was revenue growth in 2024?", mode="bi")
+    assert g.rows[0][3] == pytest.approx(round((1250000 / 1100000 - 1) * 100, 2))
+    assert sample_service.kpis("long-tenant")[0]["value"] == 1250000
+    assert sample_service.ask(TENANT, "What was the revenue in each year?", mode="bi").rows[0][0] == "Revenue"
