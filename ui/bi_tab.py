@@ -37,8 +37,8 @@ def kpi_tiles_html(kpis: list[dict]) -> str:
             "<div class='kpi-tile' style='border:1px solid #d0d7de;border-radius:10px;padding:12px 16px;"
             "min-width:180px;flex:1'>"
             f"<div style='font-size:0.85em;opacity:0.75'>{html.escape(str(k.get('label') or ''))}</div>"
-            f"<div class='kpi-value' style='font-size:1.6em;font-weight:700'>{html.escape(str(value))}"
-            f" <span style='font-size:0.6em;font-weight:400'>{unit}</span></div>"
+            f"<div class='kpi-value' style='font-size:1.6em;font-weight:700'>{html.escape(str(value))}</div>"
+            f"<div style='font-size:0.8em'>{unit}</div>"
             f"<div style='font-size:0.75em;opacity:0.65'>{html.escape(str(k.get('source') or ''))}</div></div>")
     return "<div id='kpi-tiles' style='display:flex;gap:12px;flex-wrap:wrap'>" + "".join(tiles) + "</div>"
 
@@ -81,7 +81,7 @@ def build_bi_tab(service: Any, session: gr.State) -> gr.HTML:
         with gr.Column(scale=3):
             chart = gr.Plot(label="Chart", elem_id="bi-chart")
         with gr.Column(scale=2):
-            sql = gr.Code(label="SQL", language="sql", elem_id="bi-sql", interactive=False)
+            sql = gr.Code(label="SQL", language="sql", elem_id="bi-sql", interactive=False, wrap_lines=True)
             table = gr.Dataframe(label="Result", interactive=False, elem_id="bi-table")
             sources = gr.Markdown(elem_id="bi-sources")
 

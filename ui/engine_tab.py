@@ -92,7 +92,7 @@ def build_engine_tab(service: Any, session: gr.State) -> tuple[gr.HTML, gr.JSON,
     with gr.Accordion("All engine counters", open=False):
         raw = gr.JSON(elem_id="engine-raw")
     gr.Markdown("### Capacity planner (loaded model)")
-    plan = gr.Code(label="Planner", language=None, interactive=False, elem_id="engine-plan")
+    plan = gr.Code(label="Planner", language=None, interactive=False, elem_id="engine-plan", wrap_lines=True)
     timer = gr.Timer(REFRESH_SECONDS, active=False)
 
     def on_refresh(sess: dict | None):
