@@ -69,7 +69,7 @@ def plan(
     kv_dtype: str = typer.Option("fp8", help="bf16 | fp8"),
     gpu_gib: float = typer.Option(80.0, help="device memory in GiB (H100 80GB = 80)"),
     context: int = typer.Option(1_000_000, help="tokens per context"),
-    memory_fraction: float = typer.Option(0.9, help="fraction of device memory the engine may use"),
+    memory_fraction: float = typer.Option(0.95, help="fraction of device memory the engine may use (vLLM-style gpu_memory_utilization)"),
 ) -> None:
     """Capacity planner: memory breakdown and how many concurrent contexts fit."""
     from engine.planner import plan_command
