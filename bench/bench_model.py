@@ -1,0 +1,87 @@
+"""Model-core decode speed: our HybridLM (one sequence, DenseContext) vs transformers' Llama ``generate`` on
+the packaged SmolLM2-135M GGUF, same process, same prompt, greedy. Prints tokens/s and the ratio for exact
+fp32 weights and for the default CPU path (fbgemm fp16-weight GEMMs, fp32 activations).
+
+    lexicon bench model        (or: python bench/bench_model.py [--new 48])
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+PROMPT = [{"role": "user", "content": "Explain what an indemnification clause in a supply agreement does."}]
+
+
+def transformers_reference(path: Path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    meta = load_gguf_checkpoint(str(path), return_tensors=False)["config"]
+    config = LlamaConfig(**{k: v for k, v in meta.items() if k not in ("model_type", "architectures")})
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config)
+    tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
+    tensors.setdefault("lm_head.weight", tensors["model.embed_tokens.weight"])
+    model.load_state_dict(tensors, strict=True, assign=True)
+    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)
+    return model.eval()
+
+
+def ours_generate(model, ids: list[int], n_new: int) -> list[int]:
+    from engine.forward_context import DenseContext
+
+    ctx = DenseContext.for_model(model).next_step([len(ids)])
+    h = model(torch.tensor(ids), torch.arange(len(ids)), ctx)
+    out, pos = [], len(ids)
+    for _ in range(n_new):
+        nxt = int(model.compute_logits(h[-1:]).argmax())
+        out.append(nxt)
+        h = model(torch.tensor([nxt]), torch.tensor([pos]), ctx.next_step([1]))
+        pos += 1
+    return out
+
+
+def timed(fn, repeats: int = 2):
+    fn()  # warm-up
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--new", type=int, default=48, help="tokens to generate")
+    args = parser.parse_args()
+    from app.settings import packaged_llm_gguf
+    from engine.loader import load_model
+
+    path = packaged_llm_gguf()
+    exact = load_model(path, cpu_fp16_weights=False)
+    ids = exact.tokenizer.apply_chat_template(PROMPT)
+    ref = transformers_reference(path)
+    n = args.new
+    print(f"SmolLM2-135M on CPU ({torch.get_num_threads()} threads), prompt {len(ids)} tokens, {n} new, greedy, batch 1")
+    with torch.inference_mode():
+        t_hf, theirs = timed(lambda: ref.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n,
+                                                  do_sample=False)[0, len(ids):].tolist())
+        print(f"transformers generate (fp32):            {n / t_hf:6.1f} tok/s")
+        for label, loaded in (("ours, exact fp32 weights", exact),
+                              ("ours, default (fp16-weight GEMM)", load_model(path))):
+            t, got = timed(lambda: ours_generate(loaded.model, ids, n))
+            print(f"{label:40s} {n / t:6.1f} tok/s  ratio {t_hf / t:4.2f}x  same tokens: {got == theirs}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
