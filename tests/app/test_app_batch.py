@@ -34,10 +34,12 @@ def rows_of(path: Path) -> list[dict]:
 
 @pytest.fixture
 def corpus(tmp_path):
-    from ingest.samples import write_sample_corpus
+    from ingest.samples import write_msa_pdf, write_nda_docx
 
     docs = tmp_path / "docs"
-    write_sample_corpus(docs)
+    docs.mkdir()
+    write_msa_pdf(docs / "msa.pdf")
+    write_nda_docx(docs / "nda.docx")
     qfile = tmp_path / "questions.yaml"
     qfile.write_text(yaml.safe_dump({"questions": QUESTIONS}))
     return docs, qfile
@@ -49,7 +51,7 @@ def test_batch_resumes_after_a_kill_without_duplicates(tmp_path, corpus):
     out = tmp_path / "results.jsonl"
     proc = lexicon_batch(tmp_path / "data", docs, qfile, out)
     deadline = time.monotonic() + 300
-    while len(rows_of(out)) < 2:
+    while len(rows_of(out)) < 1:
         assert proc.poll() is None, proc.stdout.read()
         assert time.monotonic() < deadline, "no rows written in time"
         time.sleep(0.2)
@@ -57,7 +59,7 @@ def test_batch_resumes_after_a_kill_without_duplicates(tmp_path, corpus):
     proc.wait()
     before = rows_of(out)
     n_docs = len(list(docs.iterdir()))
-    assert 2 <= len(before) < n_docs * len(QUESTIONS)
+    assert 1 <= len(before) < n_docs * len(QUESTIONS)
 
     rerun = lexicon_batch(tmp_path / "data", docs, qfile, out)
     log, _ = rerun.communicate(timeout=600)
