@@ -8,7 +8,7 @@ from safetensors.torch import load_file, save_file
 
 from engine.forward_context import DenseContext
 from engine.loader import load_model
-from tests.engine.core.nemotron_fixtures import build_reference, save_reference
+from nemotron_fixtures import build_reference, save_reference
 
 pytestmark = pytest.mark.slow
 

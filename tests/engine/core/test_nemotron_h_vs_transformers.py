@@ -9,7 +9,7 @@ import torch
 
 from engine.forward_context import DenseContext
 from engine.loader import load_model
-from tests.engine.core.nemotron_fixtures import build_reference, save_reference
+from nemotron_fixtures import build_reference, save_reference
 
 pytestmark = pytest.mark.slow
 ATOL = 1e-4

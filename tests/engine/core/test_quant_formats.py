@@ -123,7 +123,7 @@ def _quantize_checkpoint(folder, fmt, block=16):
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["fp8", "nvfp4"])
 def test_model_loads_quantized_checkpoint(tmp_path, fmt):
-    from tests.engine.core.nemotron_fixtures import build_reference, save_reference
+    from nemotron_fixtures import build_reference, save_reference
 
     ref = build_reference("M*EM-E", seed=7, moe_latent_size=16, hidden_size=64, head_dim=16,
                           moe_intermediate_size=32, intermediate_size=96, moe_shared_expert_intermediate_size=48)
