@@ -27,7 +27,10 @@ def make_engine(url: str) -> sa.Engine:
 
         @sa.event.listens_for(engine, "begin")
         def _on_begin(conn):
-            conn.exec_driver_sql("BEGIN")
+            # IMMEDIATE: take the write lock up front so a read-then-write transaction waits on busy_timeout
+            # instead of failing at once with "database is locked" when another thread committed meanwhile
+            # (WAL readers are never blocked by it)
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     else:
         engine = sa.create_engine(url, pool_pre_ping=True)
