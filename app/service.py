@@ -7,6 +7,7 @@ threads are stored under ``tenant:thread_id`` so one tenant can never read anoth
 from __future__ import annotations
 
 import dataclasses
+import logging
 import queue
 import re
 import threading
@@ -41,6 +42,13 @@ def _jsonable(obj):
     if hasattr(obj, "isoformat"):
         return obj.isoformat()
     return obj
+
+
+def _log_failure(future) -> None:
+    """A background ingestion job that crashed leaves its job open (resumable); say why in the log."""
+    exc = future.exception()
+    if exc is not None:
+        logging.getLogger("lexicon.ingest").error("ingestion job failed: %r", exc, exc_info=exc)
 
 
 class LexiconService:
@@ -90,7 +98,7 @@ class LexiconService:
         path = folder / name
         path.write_bytes(data)
         job_id = self.kb.create_job([path], tenant, [name])
-        self._ingest_pool.submit(self.kb.run_job, job_id)
+        self._ingest_pool.submit(self.kb.run_job, job_id).add_done_callback(_log_failure)
         return self.job(tenant, job_id)
 
     def ingest_paths(self, tenant: str, paths: list[Path]) -> dict:
