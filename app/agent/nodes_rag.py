@@ -4,6 +4,7 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 
 from app import prompts
+from app.agent.grounding import grounded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict, stream_tokens
 from app.agent.text import best_sentence, content_words
 
@@ -34,7 +35,8 @@ def make_rag_nodes(deps: AgentDeps):
         pool = state.get("graded") if state.get("route") == "rag" else \
             grade_passages(state["question"], state.get("passages") or [])
         citations = citations_for(state["question"], state.get("answer", ""), pool or [])
-        return {"citations": citations, "supported": bool(citations)}
+        answer, _kept = grounded(state.get("answer", ""), citations)
+        return {"answer": answer, "citations": citations, "supported": bool(citations)}
 
     return retrieve, grade, answer_rag, no_support, cite
 
