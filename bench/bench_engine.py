@@ -73,19 +73,9 @@ def bench_ours(path: Path, prompts: list[list[int]], loaded) -> tuple[float, lis
 
 
 def bench_transformers(path: Path, prompts: list[list[int]]) -> tuple[float, list[list[int]]]:
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    from engine.loader.hf_reference import transformers_llama_from_gguf
 
-    # transformers' own GGUF path (dequantize + Q/K un-permutation) without needing accelerate
-    meta = load_gguf_checkpoint(str(path), return_tensors=False)["config"]
-    config = LlamaConfig(**{k: v for k, v in meta.items() if k not in ("model_type", "architectures")})
-    with torch.device("meta"):
-        model = LlamaForCausalLM(config)
-    tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
-    tensors.setdefault("lm_head.weight", tensors["model.embed_tokens.weight"])
-    model.load_state_dict({k: v.float().clone() for k, v in tensors.items()}, strict=True, assign=True)
-    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)
-    model.eval()
+    model = transformers_llama_from_gguf(path)
     pad = model.config.eos_token_id if isinstance(model.config.eos_token_id, int) else 0
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])

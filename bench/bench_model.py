@@ -21,18 +21,9 @@ PROMPT = [{"role": "user", "content": "Explain what an indemnification clause in
 
 
 def transformers_reference(path: Path):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    from engine.loader.hf_reference import transformers_llama_from_gguf
 
-    meta = load_gguf_checkpoint(str(path), return_tensors=False)["config"]
-    config = LlamaConfig(**{k: v for k, v in meta.items() if k not in ("model_type", "architectures")})
-    with torch.device("meta"):
-        model = LlamaForCausalLM(config)
-    tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
-    tensors.setdefault("lm_head.weight", tensors["model.embed_tokens.weight"])
-    model.load_state_dict(tensors, strict=True, assign=True)
-    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)
-    return model.eval()
+    return transformers_llama_from_gguf(path)
 
 
 def ours_generate(model, ids: list[int], n_new: int) -> list[int]:
