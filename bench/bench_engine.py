@@ -2,7 +2,8 @@
 
 8 concurrent requests, 512-token prompts, 128 new tokens each (greedy, EOS ignored). transformers runs the
 packaged Q4_1 GGUF dequantized to fp32; ours runs twice: with the same fp32 weights (the like-for-like
-ratio) and with the engine's default CPU fp16-weight GEMMs. Prints aggregate new tokens/s and the ratios.
+ratio), with the engine's default CPU fp16-weight GEMMs, and with prompt-lookup speculative decoding on top
+(outputs must stay identical to greedy). Prints aggregate new tokens/s and the ratios.
 Env: BENCH_PROMPT_TOKENS, BENCH_NEW_TOKENS, BENCH_REQUESTS to scale it down.
 """
 from __future__ import annotations
@@ -47,12 +48,13 @@ def load_ours(path: Path, fp16_weights: bool):
         return None if fp16_weights else load_model(path)
 
 
-def bench_ours(path: Path, prompts: list[list[int]], loaded) -> tuple[float, list[list[int]], dict]:
+def bench_ours(path: Path, prompts: list[list[int]], loaded,
+               speculative: bool = False) -> tuple[float, list[list[int]], dict]:
     from engine.llm_engine import LLM
     from engine.sampling import SamplingParams
 
     llm = LLM(path, max_model_len=PROMPT + NEW + 16, max_num_seqs=N_REQ, memory_gib=3.0, kv_dtype="float32",
-              chunk_tokens=512, loaded=loaded)
+              chunk_tokens=512, loaded=loaded, speculative=speculative)
     params = SamplingParams(max_tokens=NEW, ignore_eos=True)
     llm.generate([prompts[0][:16]], SamplingParams(max_tokens=2))  # warm-up
     outs: list = [None] * len(prompts)
@@ -98,16 +100,19 @@ def main() -> int:
           f"{PROMPT} prompt tokens x {NEW} new tokens")
     t_hf, theirs = bench_transformers(path, prompts)
     print(f"transformers generate (batched, fp32):     {t_hf:7.2f} s  {total_new / t_hf:7.1f} new tok/s")
-    for label, fp16 in (("fp32 weights, same dtype", False), ("fp16-weight GEMM, engine default", True)):
+    runs = (("fp32 weights, same dtype", False, False), ("fp16-weight GEMM, engine default", True, False),
+            ("fp16-weight GEMM + prompt-lookup speculative", True, True))
+    for label, fp16, spec in runs:
         loaded = load_ours(path, fp16)
         if loaded is None:
             continue
-        t_ours, ours, stats = bench_ours(path, prompts, loaded)
+        t_ours, ours, stats = bench_ours(path, prompts, loaded, speculative=spec)
         same = sum(a == b for a, b in zip(ours, theirs))
         prefix = sum(next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a)) for a, b in zip(ours, theirs))
         print(f"ours ({label}): {t_ours:7.2f} s  {total_new / t_ours:7.1f} new tok/s  "
               f"ratio {t_hf / t_ours:.2f}x  (peak batch {stats['peak_batch']}; greedy outputs identical to "
-              f"transformers for {same}/{len(prompts)}, mean common prefix {prefix / len(prompts):.1f}/{NEW})")
+              f"transformers for {same}/{len(prompts)}, mean common prefix {prefix / len(prompts):.1f}/{NEW}"
+              + (f"; mean acceptance length {stats['spec_mean_acceptance_length']:.2f}" if spec else "") + ")")
         del loaded
     return 0
 
