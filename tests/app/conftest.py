@@ -3,16 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-TENANT = "demo"
-
-
-def small_settings(data_dir, **extra):
-    from app.settings import Settings
-
-    s = Settings(data_dir=data_dir, max_new_tokens=24, engine_max_model_len=4096, engine_memory_gib=1.0,
-                 engine_max_num_seqs=4, **extra)
-    s.ensure_dirs()
-    return s
+from app_test_helpers import TENANT, small_settings  # tests/app/app_test_helpers.py
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +23,3 @@ def sample_service(module_settings):
     assert job["failed"] == 0, job
     yield service
     service.close()
-
-
-def passage_texts(service, tenant: str = TENANT) -> dict[str, str]:
-    """doc_id -> all chunk text of the document (what citations must quote from)."""
-    return {d["id"]: "\n".join(p.text for p in service.kb.document_passages(tenant, d["id"]))
-            for d in service.documents(tenant)}

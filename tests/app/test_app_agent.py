@@ -5,7 +5,7 @@ import pytest
 
 from ingest.samples import SAMPLE_FACTS
 
-from conftest import TENANT, passage_texts  # tests/app/conftest.py
+from app_test_helpers import TENANT, passage_texts  # tests/app/app_test_helpers.py
 
 pytestmark = pytest.mark.slow
 MSA = SAMPLE_FACTS["msa"]["filename"]

@@ -3,8 +3,6 @@ upload -> job -> documents, streamed answers, threads, batch jobs, the engine's 
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import httpx
@@ -12,38 +10,23 @@ import pytest
 
 from ingest.samples import SAMPLE_FACTS, write_msa_pdf
 
-from conftest import small_settings  # tests/app/conftest.py
+from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+from live_server import LiveServer, free_port  # tests/live_server.py
 
 pytestmark = pytest.mark.slow
 A, B = {"X-API-Key": "key-acme"}, {"Authorization": "Bearer key-globex"}
 MSA = SAMPLE_FACTS["msa"]["filename"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory):
-    import uvicorn
-
     from app.server import create_app
 
     settings = small_settings(tmp_path_factory.mktemp("api-data"), max_file_mb=1,
                               api_keys={"key-acme": "acme", "key-globex": "globex"})
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=60)
+    server = LiveServer(create_app(settings), free_port()).start()
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from conftest import TENANT  # tests/app/conftest.py
+from app_test_helpers import TENANT  # tests/app/app_test_helpers.py
 
 pytestmark = pytest.mark.postgres
 PG = "postgresql://root@127.0.0.1:5432/test"

@@ -6,24 +6,19 @@ replies with the SQL each test sets; everything else (HTTP client, agent, SQL gu
 """
 from __future__ import annotations
 
-import socket
-import threading
-import time
-
 import pytest
 from fastapi import FastAPI
 
 from ingest.samples import SAMPLE_FACTS
 
-from conftest import TENANT  # tests/app/conftest.py
+from app_test_helpers import TENANT  # tests/app/app_test_helpers.py
+from live_server import LiveServer, free_port  # tests/live_server.py
 
 INCOME = SAMPLE_FACTS["annual_report"]["income_statement"]
 
 
 @pytest.fixture(scope="module")
 def sql_server():
-    import uvicorn
-
     reply = {"text": ""}
     app = FastAPI()
 
@@ -33,17 +28,9 @@ def sql_server():
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": reply["text"]},
                              "finish_reason": "stop"}]}
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", reply
-    server.should_exit = True
-    thread.join(timeout=30)
+    server = LiveServer(app, free_port()).start()
+    yield server.url, reply
+    server.stop()
 
 
 @pytest.fixture(scope="module")

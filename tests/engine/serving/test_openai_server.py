@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from engine.api.openai_server import openai_router
 from engine.sampling import SamplingParams
+from live_server import LiveServer, free_port  # tests/live_server.py
 
 pytestmark = pytest.mark.slow
 
@@ -21,18 +19,9 @@ pytestmark = pytest.mark.slow
 def base_url(smollm2_llm):
     app = FastAPI()
     app.include_router(openai_router(smollm2_llm))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 20
-    while not server.started and time.time() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    server = LiveServer(app, free_port()).start(timeout=20)
+    yield server.url
+    server.stop()
 
 
 def test_models_and_completions(base_url, smollm2_llm):
