@@ -39,13 +39,10 @@ def make_prompts(tokenizer) -> list[list[int]]:
     return prompts
 
 
-def load_ours(path: Path, fp16_weights: bool):
+def load_ours(path: Path, cpu_gemm: str):
     from engine.loader import load_model
 
-    try:
-        return load_model(path, cpu_fp16_weights=fp16_weights)
-    except TypeError:  # a loader without the fp16-weight GEMM option: exact fp32 only
-        return None if fp16_weights else load_model(path)
+    return load_model(path, cpu_gemm=cpu_gemm)
 
 
 def bench_ours(path: Path, prompts: list[list[int]], loaded,
@@ -100,12 +97,10 @@ def main() -> int:
           f"{PROMPT} prompt tokens x {NEW} new tokens")
     t_hf, theirs = bench_transformers(path, prompts)
     print(f"transformers generate (batched, fp32):     {t_hf:7.2f} s  {total_new / t_hf:7.1f} new tok/s")
-    runs = (("fp32 weights, same dtype", False, False), ("fp16-weight GEMM, engine default", True, False),
-            ("fp16-weight GEMM + prompt-lookup speculative", True, True))
-    for label, fp16, spec in runs:
-        loaded = load_ours(path, fp16)
-        if loaded is None:
-            continue
+    runs = (("fp32, engine default oneDNN GEMM", "onednn", False),
+            ("fp32, oneDNN GEMM + prompt-lookup speculative", "onednn", True))
+    for label, gemm, spec in runs:
+        loaded = load_ours(path, gemm)
         t_ours, ours, stats = bench_ours(path, prompts, loaded, speculative=spec)
         same = sum(a == b for a, b in zip(ours, theirs))
         prefix = sum(next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a)) for a, b in zip(ours, theirs))

@@ -78,9 +78,7 @@ def _weights_bytes(model: torch.nn.Module) -> int:
     for m in model.modules():
         for part in getattr(m, "compressed", None) or []:
             total += part.nbytes
-        packed = getattr(m, "packed_fp16", None)  # fbgemm-packed fp16 copy (CPU fast path)
-        if isinstance(packed, torch.Tensor):
-            total += packed.numel() * packed.element_size()
+        total += getattr(m, "packed_nbytes", 0)  # a CPU-packed copy that replaced the weight
     return total
 
 

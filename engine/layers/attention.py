@@ -22,11 +22,12 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         s = self.spec
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(-1, s.num_heads, s.head_dim)
-        k = k.view(-1, s.num_kv_heads, s.head_dim)
-        v = v.view(-1, s.num_kv_heads, s.head_dim)
-        if self.rotary is not None:
-            q, k = self.rotary(q, positions), self.rotary(k, positions)
+        qkv = self.qkv_proj(x)
+        n_qk = s.num_heads + s.num_kv_heads
+        qk = qkv[:, :n_qk * s.head_dim].view(-1, n_qk, s.head_dim)
+        if self.rotary is not None:  # q and k heads rotated in one call
+            qk = self.rotary(qk, positions)
+        q, k = qk[:, :s.num_heads], qk[:, s.num_heads:]
+        v = qkv[:, n_qk * s.head_dim:].view(-1, s.num_kv_heads, s.head_dim)
         out = ctx.attend(self.attn_idx, q, k, v, self.scale, s.sliding_window)
         return self.o_proj(out.reshape(-1, self.q_size))

@@ -33,18 +33,37 @@ def _llama3_inv_freq(inv_freq: torch.Tensor, s: dict) -> torch.Tensor:
 
 
 class RotaryEmbedding(nn.Module):
+    """One instance is shared by every attention layer with the same rope settings (``HybridLM``), so the
+    cos/sin of a forward's positions are computed once, not once per layer."""
+
     def __init__(self, head_dim: int, theta: float, scaling: Optional[dict] = None):
         super().__init__()
         inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
         if scaling and scaling.get("rope_type", scaling.get("type")) == "llama3":
             inv_freq = _llama3_inv_freq(inv_freq, scaling)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self._last: Optional[tuple] = None  # (positions, cos, signed sin) of the current forward
+
+    def forget(self) -> None:
+        """Called at the start of each model forward: a positions tensor may be reused and changed in place
+        between forwards (inference tensors carry no version counter to notice it)."""
+        self._last = None
+
+    def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sign-folded sin, [T, 1, head_dim] fp32; reused while the same positions tensor comes back."""
+        last = self._last
+        if last is not None and last[0] is positions:
+            return last[1], last[2]
+        freqs = positions.to(self.inv_freq.device).float()[:, None] * self.inv_freq[None, :]
+        cos, sin = freqs.cos(), freqs.sin()
+        cos, sin = torch.cat([cos, cos], dim=-1)[:, None, :], torch.cat([-sin, sin], dim=-1)[:, None, :]
+        self._last = (positions, cos, sin)
+        return cos, sin
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """x [T, heads, hd], positions [T] -> rotated x (same dtype)."""
-        freqs = positions.to(self.inv_freq.device).float()[:, None] * self.inv_freq[None, :]
-        emb = torch.cat([freqs, freqs], dim=-1)
-        cos, sin = emb.cos()[:, None, :].to(x.dtype), emb.sin()[:, None, :].to(x.dtype)
+        """x [T, heads, hd], positions [T] -> rotated x (same dtype): x*cos + rotate_half(x)*sin, where
+        rotate_half(x)*sin = cat(x2, x1) * cat(-sin, sin)."""
+        cos, sin = self.cos_sin(positions)
         half = x.shape[-1] // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated * sin
+        swapped = torch.cat([x[..., half:], x[..., :half]], dim=-1)
+        return torch.addcmul(x * cos.to(x.dtype), swapped, sin.to(x.dtype))

@@ -1,8 +1,18 @@
-"""Linear layer whose weight is either a dense tensor or compressed parts dequantized on use.
+"""Linear layer whose weight is a dense tensor, compressed parts dequantized on use, or a CPU-packed copy.
 
 Fused projections (qkv, gate_up) are one ``Linear``: a dense weight is concatenated once at load; compressed
 parts (FP8, NVFP4) stay separate and are dequantized and concatenated per call, so memory holds only the
 compressed bytes plus one layer's dense weight at a time.
+
+On CPU, ``pack_cpu`` replaces a dense weight with a packed copy for a faster GEMM:
+
+- ``"onednn"`` (the engine default on CPU): the same dtype, reordered once into oneDNN's blocked layout
+  and run by ``mkldnn::_linear_pointwise``. Exact in the weight's dtype (only the summation order differs from
+  ``F.linear``). On this project's AMD EPYC box torch's fp32 ``F.linear`` goes to MKL, which takes a slow
+  generic path on non-Intel CPUs: oneDNN's JIT is 2-3.5x faster for decode-sized batches (M = 1..40 rows)
+  and ~1.3x for 512-row prefill chunks (see docs/engine-serving-speed.md).
+- ``"fp16"``: fbgemm's fp16-weight GEMM (weights rounded to fp16, fp32 activations); halves the bytes read
+  by a one-row GEMV, at the cost of weight precision.
 """
 from __future__ import annotations
 
@@ -13,9 +23,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# torch 2.13 (pinned) still ships this kernel and warns once that it is deprecated; pack_fp16_cpu() falls back
-# to exact fp32 where a torch build lacks it.
+# torch 2.13 (pinned) still ships the fbgemm fp16 kernels and warns once that they are deprecated.
 warnings.filterwarnings("ignore", message="fbgemm_(linear_fp16_weight_fp32_activation|pack_gemm_matrix_fp16) is deprecated")
+
+CPU_GEMMS = ("onednn", "fp16", "plain")
+
+
+def _pack_onednn(w: torch.Tensor) -> Optional[torch.Tensor]:
+    if not torch.backends.mkldnn.is_available() or w.dtype not in (torch.float32, torch.bfloat16):
+        return None
+    try:
+        packed = torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), None)
+        probe = torch.ops.mkldnn._linear_pointwise(torch.ones(1, w.shape[1], dtype=w.dtype), packed, None,
+                                                   "none", [], "")
+    except (RuntimeError, AttributeError, NotImplementedError):  # a torch build without these oneDNN ops
+        return None
+    return packed if probe.shape == (1, w.shape[0]) else None
+
+
+def _pack_fp16(w: torch.Tensor) -> Optional[torch.Tensor]:
+    if (w.dtype != torch.float32 or not torch.backends.quantized.engine
+            or not hasattr(torch, "fbgemm_pack_gemm_matrix_fp16") or w.abs().max() > 65504.0):
+        return None  # out of fp16 range, or no fbgemm: stay exact
+    try:
+        return torch.fbgemm_pack_gemm_matrix_fp16(w.contiguous())
+    except RuntimeError:  # torch built without fbgemm (e.g. some ARM wheels)
+        return None
 
 
 class Linear(nn.Module):
@@ -25,11 +58,14 @@ class Linear(nn.Module):
         self.weight = nn.Parameter(torch.empty(out_features, in_features), requires_grad=False)
         self.bias = nn.Parameter(torch.zeros(out_features), requires_grad=False) if bias else None
         self.compressed: Optional[list] = None  # list of QuantizedTensor parts stacked along out_features
-        self.packed_fp16 = None  # fbgemm-packed fp16 copy of the weight (CPU fast path, fp32 activations)
+        self.packed: Optional[torch.Tensor] = None  # CPU-packed copy that replaces the weight (see pack_cpu)
+        self.packed_kind: Optional[str] = None  # "onednn" | "fp16"
+        self.packed_dtype: Optional[torch.dtype] = None  # activation dtype the packed GEMM takes
         self._zero_bias: Optional[torch.Tensor] = None
 
     def set_weight(self, parts: Sequence, dtype: torch.dtype, device) -> None:
         """Install the weight from parts (dense tensors or QuantizedTensor) that stack along dim 0."""
+        self.packed = self.packed_kind = self.packed_dtype = None
         if all(isinstance(p, torch.Tensor) for p in parts):
             w = torch.cat([p.to(device=device, dtype=dtype) for p in parts]) if len(parts) > 1 else parts[0]
             self._check_shape(tuple(w.shape))
@@ -46,27 +82,35 @@ class Linear(nn.Module):
         if shape != (self.out_features, self.in_features):
             raise ValueError(f"weight shape {shape} does not match Linear({self.in_features} -> {self.out_features})")
 
-    def pack_fp16_cpu(self) -> bool:
-        """Switch to fbgemm's fp16-weight GEMM: on CPU decode (memory-bound GEMV) it reads half the bytes and
-        runs ~4x faster than fp32; activations and accumulation stay fp32, weights are rounded to fp16.
-        Returns False (and changes nothing) where it does not apply."""
-        if (self.compressed is not None or self.weight.device.type != "cpu" or self.weight.dtype != torch.float32
-                or not torch.backends.quantized.engine or not hasattr(torch, "fbgemm_pack_gemm_matrix_fp16")):
+    def pack_cpu(self, kind: str = "onednn") -> bool:
+        """Replace the dense CPU weight with a packed copy for ``kind`` ("onednn" or "fp16", module doc).
+        Returns False (and changes nothing) where it does not apply: compressed or non-CPU weights, an
+        unsupported dtype, a torch build without the kernel."""
+        if kind not in ("onednn", "fp16"):
+            raise ValueError(f"unknown CPU GEMM {kind!r}; known: onednn, fp16")
+        if self.packed is not None or self.compressed is not None or self.weight.device.type != "cpu":
             return False
         w = self.weight.detach()
-        if w.abs().max() > 65504.0:  # out of fp16 range: stay exact
+        packed = _pack_onednn(w) if kind == "onednn" else _pack_fp16(w)
+        if packed is None:
             return False
-        try:
-            self.packed_fp16 = torch.fbgemm_pack_gemm_matrix_fp16(w.contiguous())
-        except RuntimeError:  # torch built without fbgemm (e.g. some ARM wheels)
-            return False
-        self._zero_bias = torch.zeros(self.out_features)
-        self.weight = nn.Parameter(torch.empty(0), requires_grad=False)  # the packed copy replaces it
+        self.packed, self.packed_kind, self.packed_dtype = packed, kind, w.dtype
+        if kind == "fp16":
+            self._zero_bias = torch.zeros(self.out_features)
+        self.weight = nn.Parameter(torch.empty(0, dtype=w.dtype), requires_grad=False)  # the packed copy replaces it
         return True
 
+    @property
+    def packed_nbytes(self) -> int:
+        if self.packed is None:
+            return 0
+        if self.packed_kind == "onednn":  # an opaque oneDNN tensor: count the logical weight
+            return self.out_features * self.in_features * self.packed_dtype.itemsize
+        return self.packed.numel() * self.packed.element_size()
+
     def dense_weight(self, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-        if self.packed_fp16 is not None:
-            raise RuntimeError("this Linear holds an fbgemm-packed fp16 weight; call it instead of reading the weight")
+        if self.packed is not None:
+            raise RuntimeError(f"this Linear holds a {self.packed_kind}-packed weight; call it instead of reading the weight")
         if self.compressed is None:
             return self.weight if dtype is None else self.weight.to(dtype)
         dtype = dtype or self.weight.dtype
@@ -74,14 +118,44 @@ class Linear(nn.Module):
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed_fp16 is not None and x.dtype == torch.float32:
+        if self.packed is not None:
+            if x.dtype != self.packed_dtype:
+                raise TypeError(f"a {self.packed_kind}-packed {self.packed_dtype} Linear got {x.dtype} input")
+            if self.packed_kind == "onednn":
+                return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
             bias = self.bias if self.bias is not None else self._zero_bias
             shape = x.shape
-            y = torch.fbgemm_linear_fp16_weight(x.reshape(-1, shape[-1]).contiguous(), self.packed_fp16, bias)
+            y = torch.fbgemm_linear_fp16_weight(x.reshape(-1, shape[-1]).contiguous(), self.packed, bias)
             return y.view(*shape[:-1], self.out_features)
         return F.linear(x, self.dense_weight(x.dtype), self.bias)
 
+    def forward_silu(self, x: torch.Tensor) -> torch.Tensor:
+        """``silu(self(x))``; a oneDNN-packed weight applies the silu in the GEMM's epilogue."""
+        if self.packed_kind == "onednn" and x.dtype == self.packed_dtype:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "swish", [], "")
+        return F.silu(self(x))
+
+    def forward_mul(self, x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+        """``self(x) * other``; a oneDNN-packed weight multiplies in the GEMM's epilogue."""
+        if self.packed_kind == "onednn" and x.dtype == self.packed_dtype and other.dtype == x.dtype:
+            return torch.ops.mkldnn._linear_pointwise.binary(x, other.contiguous(), self.packed, self.bias, "mul")
+        return self(x) * other
+
+    def split_rows(self, sizes: Sequence[int]) -> list["Linear"]:
+        """Dense (unpacked, uncompressed) weight -> one Linear per block of output rows, sharing its storage."""
+        if self.packed is not None or self.compressed is not None:
+            raise RuntimeError("only a dense Linear can be split")
+        parts, start = [], 0
+        for n in sizes:
+            part = Linear(self.in_features, n, bias=self.bias is not None)
+            part.weight = nn.Parameter(self.weight.detach()[start:start + n], requires_grad=False)
+            if self.bias is not None:
+                part.bias = nn.Parameter(self.bias.detach()[start:start + n], requires_grad=False)
+            parts.append(part)
+            start += n
+        return parts
+
     def extra_repr(self) -> str:
         kind = "dense" if self.compressed is None else type(self.compressed[0]).__name__
-        kind = "fp16-packed" if self.packed_fp16 is not None else kind
+        kind = f"{self.packed_kind}-packed" if self.packed is not None else kind
         return f"{self.in_features} -> {self.out_features}, bias={self.bias is not None}, {kind}"

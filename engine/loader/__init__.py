@@ -15,7 +15,7 @@ import torch
 
 from engine.config import ModelConfig
 from engine.hf_config import model_config_from_hf
-from engine.layers.linear import Linear
+from engine.layers.linear import CPU_GEMMS, Linear
 from engine.layers.moe import Experts
 from engine.loader.names import llama_names, nemotron_names
 from engine.models.hybrid import HybridLM
@@ -99,7 +99,7 @@ def _load_gguf(path: Path, dtype, device) -> LoadedModel:
     with torch.device("meta"):
         model = HybridLM(config)
     assign_weights(model, source, llama_names(config), dtype, device)
-    _materialize_buffers(model, config, device)
+    _materialize_buffers(model, device)
     return LoadedModel(model.eval(), config, Tokenizer.from_gguf_metadata(file.metadata), path)
 
 
@@ -124,37 +124,31 @@ def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:
     with torch.device("meta"):
         model = HybridLM(config)
     assign_weights(model, source, names, dtype, device)
-    _materialize_buffers(model, config, device)
+    _materialize_buffers(model, device)
     tokenizer = Tokenizer.from_hf_folder(folder, config.eos_token_ids) if (folder / "tokenizer.json").exists() else None
     return LoadedModel(model.eval(), config, tokenizer, folder)
 
 
-def _materialize_buffers(model: HybridLM, config: ModelConfig, device) -> None:
+def _materialize_buffers(model: HybridLM, device) -> None:
     """Non-checkpoint state built on the meta device (rope inv_freq, optional biases) gets real values."""
-    from engine.layers.attention import Attention
-    from engine.layers.embedding import RotaryEmbedding
-
-    for module in model.modules():
-        if isinstance(module, Attention) and module.rotary is not None:
-            spec = module.spec
-            module.rotary = RotaryEmbedding(spec.head_dim, spec.rope_theta, spec.rope_scaling).to(device)
+    model.share_rotaries(device)
     for name, p in list(model.named_parameters()):
         if p.is_meta:
             raise KeyError(f"parameter {name} was not loaded from the checkpoint")
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
-               mamba_dt_clamp: Optional[str] = None, cpu_fp16_weights: Optional[bool] = None) -> LoadedModel:
+               mamba_dt_clamp: Optional[str] = None, cpu_gemm: str = "onednn") -> LoadedModel:
     """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers).
-    ``cpu_fp16_weights``: run projections as fbgemm fp16-weight GEMMs (fp32 activations), ~4x faster CPU
-    decode GEMVs. Default (None): on for GGUF files on CPU in fp32 (their weights carry no more than fp16
-    precision anyway), off for HF folders; False keeps exact fp32 weights."""
+    ``cpu_gemm`` (CPU only): "onednn" (default) packs every projection for oneDNN's GEMM in the weights' own
+    dtype; "fp16" runs them as fbgemm fp16-weight GEMMs (weights rounded to fp16); "plain" keeps
+    ``F.linear`` on the dense weights. See engine/layers/linear.py."""
+    if cpu_gemm not in CPU_GEMMS:
+        raise ValueError(f"cpu_gemm must be one of {', '.join(CPU_GEMMS)}, got {cpu_gemm!r}")
     path = Path(path)
     loaded = _load(path, dtype, device)
-    if cpu_fp16_weights is None:
-        cpu_fp16_weights = path.suffix == ".gguf"
-    if cpu_fp16_weights:
-        loaded.model.pack_fp16_cpu()
+    if cpu_gemm != "plain":
+        loaded.model.pack_cpu(cpu_gemm)
     if mamba_dt_clamp is not None:
         if mamba_dt_clamp not in ("kernel", "torch_forward"):
             raise ValueError(f"mamba_dt_clamp must be 'kernel' or 'torch_forward', got {mamba_dt_clamp!r}")

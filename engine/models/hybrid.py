@@ -12,7 +12,7 @@ from torch import nn
 
 from engine.config import BlockSpec, ModelConfig
 from engine.layers.attention import Attention
-from engine.layers.embedding import Embedding
+from engine.layers.embedding import Embedding, RotaryEmbedding
 from engine.layers.linear import Linear
 from engine.layers.mamba2 import Mamba2Mixer
 from engine.layers.mlp import MLP
@@ -59,7 +59,20 @@ class HybridLM(nn.Module):
         self.blocks = nn.ModuleList(blocks)
         self.norm_f = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size)
-        self._tied_head: Linear | None = None  # packed copy of the tied embedding for the CPU fp16 path
+        self._tied_head: Linear | None = None  # packed copy of the tied embedding for the CPU GEMM path
+        self.share_rotaries()
+
+    def share_rotaries(self, device=None) -> None:
+        """(Re)build the rotary embeddings, one instance per distinct rope setting shared by its layers."""
+        shared: dict[tuple, RotaryEmbedding] = {}
+        for block in self.blocks:
+            if block.kind == "attention" and block.mixer.rotary is not None:
+                s = block.mixer.spec
+                key = (s.head_dim, s.rope_theta, repr(s.rope_scaling))
+                if key not in shared:
+                    shared[key] = RotaryEmbedding(s.head_dim, s.rope_theta, s.rope_scaling).to(device or self.device)
+                block.mixer.rotary = shared[key]
+        self._rotaries = list(shared.values())
 
     @property
     def dtype(self) -> torch.dtype:
@@ -82,6 +95,8 @@ class HybridLM(nn.Module):
                              f"and {tuple(positions.shape)}")
         x = self.embed(input_ids.to(self.device))
         positions = positions.to(self.device)
+        for rotary in self._rotaries:
+            rotary.forget()
         for block in self.blocks:
             x = block(x, positions, ctx)
         return self.norm_f(x)
@@ -93,20 +108,20 @@ class HybridLM(nn.Module):
             return self._tied_head(hidden).float()
         return F.linear(hidden, self.embed.weight).float()
 
-    def pack_fp16_cpu(self) -> int:
-        """CPU fp32 models: move every projection (and the LM head) to fbgemm fp16-weight GEMMs, ~4x faster
-        memory-bound decode GEMVs at the cost of rounding weights to fp16 (activations stay fp32). Routed
-        experts and compressed weights are left alone. Returns the number of packed layers."""
-        if self.device.type != "cpu" or self.dtype != torch.float32:
+    def pack_cpu(self, kind: str = "onednn") -> int:
+        """CPU models: move every projection (and the LM head) to packed GEMMs (``Linear.pack_cpu``):
+        ``"onednn"`` keeps the weights' dtype exactly, ``"fp16"`` rounds fp32 weights to fp16. Routed experts
+        and compressed weights are left alone. Returns the number of packed layers."""
+        if self.device.type != "cpu":
             return 0
-        n = 0
+        n = sum(m.pack_cpu(kind) for m in list(self.modules()) if isinstance(m, MLP))
         for module in self.modules():
             if isinstance(module, Linear) and module is not self._tied_head:
-                n += module.pack_fp16_cpu()
+                n += module.pack_cpu(kind)
         if self.lm_head is None and self._tied_head is None:
             head = Linear(self.config.hidden_size, self.config.vocab_size)
             head.weight = torch.nn.Parameter(self.embed.weight.detach(), requires_grad=False)
-            if head.pack_fp16_cpu():
+            if head.pack_cpu(kind):
                 self._tied_head = head
                 n += 1
         return n
