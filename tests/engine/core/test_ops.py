@@ -24,7 +24,7 @@ def naive_attention(q, k, v, scale, past_len, window=None):
 
 
 @pytest.mark.parametrize("L,past,window", [(1, 0, None), (1, 30, None), (5, 12, None), (9, 0, 4), (1, 20, 6),
-                                           (6, 10, 3)])
+                                           (6, 10, 3), (9, 0, None), (20, 0, None), (20, 7, None), (20, 5, 6)])
 def test_causal_attention_matches_naive(L, past, window):
     g = torch.Generator().manual_seed(L * 100 + past)
     q, k, v = torch.randn(L, 6, 8, generator=g), torch.randn(past + L, 2, 8, generator=g), torch.randn(past + L, 2, 8, generator=g)

@@ -100,5 +100,5 @@ def test_blockwise_long_context_attention_equals_sdpa(L, S, H, KV, window):
 
     g = torch.Generator().manual_seed(L)
     q, k, v = (torch.randn(n, h, 16, generator=g) for n, h in ((L, H), (S, KV), (S, KV)))
-    got = blockwise_attention(q, k, v, 0.25, S - L, window, key_block=256)
+    got = blockwise_attention(q, lambda a, b: (k[a:b], v[a:b]), S, KV, 0.25, S - L, window, key_block=256)
     torch.testing.assert_close(got, causal_attention(q, k, v, 0.25, S - L, window), atol=1e-5, rtol=1e-4)
