@@ -17,6 +17,7 @@ import torch
 
 from engine.block_manager import BlockManager
 from engine.model_runner import ModelRunner
+from engine.openmp import release_thread_pool
 from engine.planner import GIB, size_pools
 from engine.sampling import SamplingParams
 from engine.scheduler import Scheduler, SchedulerConfig
@@ -142,7 +143,10 @@ class LLMEngine:
             for seq in self.scheduler.running:
                 if not seq.is_prefilling and seq.pending == 1 and seq.params.greedy:
                     room = seq.max_len - len(seq)  # never write KV past the reservation
-                    seq.draft = self.lookup.propose(seq.token_ids, min(self.lookup.k, room, seq.params.max_tokens - seq.num_output - 1))
+                    if seq.ngram_index is None:
+                        seq.ngram_index = self.lookup.new_index()
+                    k = min(self.lookup.k, room, seq.params.max_tokens - seq.num_output - 1)
+                    seq.draft = self.lookup.propose(seq.token_ids, k, seq.ngram_index)
         batch = self.scheduler.schedule()
         if not batch.seqs:
             return []
@@ -275,6 +279,7 @@ class LLM:
             loaded = load_model(model_path, dtype=dtype, device=device)
         self.engine = LLMEngine(loaded, EngineConfig(max_model_len, max_num_seqs, memory_gib, kv_dtype,
                                                      chunk_tokens, device, speculative, max_waiting=max_waiting))
+        release_thread_pool()  # the loop thread below is the one that computes (engine/openmp.py)
         self.tokenizer = loaded.tokenizer
         self.max_model_len = max_model_len
         self.model_name = loaded.config.name or str(model_path)
