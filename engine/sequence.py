@@ -40,6 +40,7 @@ class Sequence:
         if self.params.seed is not None:
             self.generator = torch.Generator().manual_seed(self.params.seed)
         self.draft: list[int] = []  # speculative tokens proposed for the next step
+        self.ngram_index = None  # spec_decode.NgramIndex of token_ids, built on the first prompt lookup
 
     def __len__(self) -> int:
         return len(self.token_ids)
