@@ -22,12 +22,13 @@ class MLP(nn.Module):
     def pack_cpu(self, kind: str) -> int:
         """Pack the projections (Linear.pack_cpu). A gated MLP on oneDNN is split into gate and up GEMMs so
         that ``silu(gate) * up`` runs in their epilogues instead of as two more passes over [T, 2I]."""
+        n = 0
         if self.gated and kind == "onednn" and self.gate_proj is None and self.up_proj.packed is None \
                 and self.up_proj.compressed is None and self.up_proj.weight.device.type == "cpu":
             gate, up = self.up_proj.split_rows([self.intermediate_size, self.intermediate_size])
             if gate.pack_cpu(kind) and up.pack_cpu(kind):
-                self.gate_proj, self.up_proj = gate, up
-        return sum(lin.pack_cpu(kind) for lin in (self.gate_proj, self.up_proj, self.down_proj) if lin is not None)
+                self.gate_proj, self.up_proj, n = gate, up, 2
+        return n + self.up_proj.pack_cpu(kind) + self.down_proj.pack_cpu(kind)  # False where already packed
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gate_proj is not None:
