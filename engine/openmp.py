@@ -16,14 +16,14 @@ import os
 from functools import lru_cache
 from typing import Optional
 
-import torch
-
 OMP_PAUSE_SOFT = 1
 
 
 @lru_cache(maxsize=1)
 def _libgomp() -> Optional[ctypes.CDLL]:
     """torch's own copy of libgomp (already loaded: dlopen returns the same handle), or None."""
+    import torch
+
     for path in sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libgomp*.so*"))):
         try:
             lib = ctypes.CDLL(path)

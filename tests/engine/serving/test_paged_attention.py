@@ -1,0 +1,57 @@
+"""Paged attention reads the same past however the blocks lie: consecutive blocks (a view of the pool),
+scattered blocks (a gather), short pasts (one SDPA call) and long ones (block by block past LONG_CONTEXT),
+fp32 / bf16 / fp8 storage; two sequences in one step. Reference: causal attention over the stored values."""
+import random
+
+import pytest
+import torch
+
+from engine.forward_context import SeqSpan, causal_attention
+from engine.paged_context import LONG_CONTEXT, KVPool, PagedContext
+from engine.state_pool import StatePool
+
+H, KV, HD, BS = 4, 2, 16, 16
+
+
+def stored(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return x.to(dtype).float()  # what the pool gives back
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float8_e4m3fn])
+@pytest.mark.parametrize("past,new", [(90, 1), (90, 7), (LONG_CONTEXT + 300, 1), (LONG_CONTEXT + 300, 9)])
+@pytest.mark.parametrize("scattered", [False, True])
+def test_paged_attention_equals_causal_attention_over_the_stored_past(dtype, past, new, scattered):
+    g = torch.Generator().manual_seed(past + new)
+    lengths = [past + new, 40 + new]  # a second, short sequence in the same step
+    need = [-(-n // BS) for n in lengths]
+    ids = list(range(sum(need) + 3))
+    if scattered:
+        random.Random(past).shuffle(ids)
+    tables = [ids[:need[0]], ids[need[0]:need[0] + need[1]]]
+    pool = KVPool(1, len(ids), BS, KV, HD, dtype)
+    ctx = PagedContext(pool, StatePool(2))
+    k_all = [torch.randn(n, KV, HD, generator=g) for n in lengths]
+    v_all = [torch.randn(n, KV, HD, generator=g) for n in lengths]
+    q_new = [torch.randn(new, H, HD, generator=g) for _ in lengths]
+    # step 1: the pasts
+    pasts = [n - new for n in lengths]
+    ctx.prepare([SeqSpan(0, pasts[0], 0), SeqSpan(pasts[0], pasts[1], 0)], tables, [1, 2])
+    ctx.attend(0, torch.randn(sum(pasts), H, HD), torch.cat([k[:p] for k, p in zip(k_all, pasts)]),
+               torch.cat([v[:p] for v, p in zip(v_all, pasts)]), 0.25)
+    # step 2: the new tokens of both sequences
+    ctx.prepare([SeqSpan(0, new, pasts[0]), SeqSpan(new, new, pasts[1])], tables, [1, 2])
+    got = ctx.attend(0, torch.cat(q_new), torch.cat([k[-new:] for k in k_all]),
+                     torch.cat([v[-new:] for v in v_all]), 0.25)
+    want = torch.cat([causal_attention(q, stored(k, dtype), stored(v, dtype), 0.25, p)
+                      for q, k, v, p in zip(q_new, k_all, v_all, pasts)])
+    assert isinstance(ctx.read[0], slice) != scattered
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_snapshot_block_copies_move_every_layer():
+    pool = KVPool(2, 4, BS, KV, HD, torch.float32)
+    for t in pool.k + pool.v:
+        t.normal_()
+    pool.copy_blocks([(1, 3)])
+    for t in pool.k + pool.v:
+        assert torch.equal(t[:, 3 * BS:4 * BS], t[:, BS:2 * BS])
