@@ -134,5 +134,6 @@ def build_chat_model(settings):
     llm = LLM(settings.resolved_llm_model, max_model_len=settings.engine_max_model_len,
               max_num_seqs=settings.engine_max_num_seqs, memory_gib=settings.engine_memory_gib,
               kv_dtype=settings.engine_kv_dtype, chunk_tokens=settings.engine_chunk_tokens,
-              device=settings.engine_device)
+              device=settings.engine_device, speculative=settings.engine_speculative,
+              dtype=settings.engine_torch_dtype)
     return EmbeddedChatModel(llm)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -57,6 +58,8 @@ class Settings(BaseSettings):
     engine_max_num_seqs: int = 8
     engine_chunk_tokens: int = 512
     engine_device: str = "cpu"
+    engine_dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # weights/activations; auto: fp32 on CPU, bf16 on GPU
+    engine_speculative: bool = True  # prompt-lookup speculative decoding for greedy answers
 
     # Ingestion
     chunk_tokens: int = 256
@@ -89,6 +92,13 @@ class Settings(BaseSettings):
     @property
     def resolved_embedding_model(self) -> Path:
         return Path(self.embedding_model) if self.embedding_model else packaged_embedding_model()
+
+    @property
+    def engine_torch_dtype(self):
+        """None = the engine's own choice for the device."""
+        import torch
+
+        return None if self.engine_dtype == "auto" else getattr(torch, self.engine_dtype)
 
     @property
     def resolved_llm_model(self) -> Path:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.openmp import release_thread_pool
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -45,6 +47,9 @@ class Embedder:
                 texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
                 show_progress_bar=False,
             )
+            # request and job threads come and go; an OpenMP pool left on each would slow the engine's
+            # loop thread in the same process (engine/openmp.py)
+            release_thread_pool()
         return np.asarray(vecs, dtype=np.float32)
 
 
