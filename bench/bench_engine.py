@@ -1,14 +1,19 @@
 """Engine throughput vs transformers ``generate`` on SmolLM2-135M, side by side in one process.
 
-8 concurrent requests, 512-token prompts, 128 new tokens each (greedy, EOS ignored). transformers runs the
-packaged Q4_1 GGUF dequantized to fp32; ours runs twice: with the same fp32 weights (the like-for-like
-ratio), with the engine's default CPU fp16-weight GEMMs, and with prompt-lookup speculative decoding on top
-(outputs must stay identical to greedy). Prints aggregate new tokens/s and the ratios.
-Env: BENCH_PROMPT_TOKENS, BENCH_NEW_TOKENS, BENCH_REQUESTS to scale it down.
+8 concurrent requests (8 caller threads on one ``LLM``), 512-token prompts, 128 new tokens each, greedy, EOS
+ignored. The reference is transformers' batched ``generate`` on the same packaged GGUF weights in the same
+dtype (its prompt-lookup option does not batch). For each dtype (fp32, then bf16) the runs are interleaved
+``BENCH_REPEATS`` times — reference, ours with prompt lookup off, ours as configured by default (prompt
+lookup on) — and the medians are printed with the ratio of each repeat's pair, because this shared VM's
+speed drifts by 10-20% between minutes. Greedy outputs are compared with the reference's.
+
+    lexicon bench engine      (or: python bench/bench_engine.py)
+Env: BENCH_REQUESTS, BENCH_PROMPT_TOKENS, BENCH_NEW_TOKENS, BENCH_REPEATS (2), BENCH_DTYPES (float32,bfloat16).
 """
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import threading
 import time
@@ -25,6 +30,8 @@ from app.settings import packaged_llm_gguf  # noqa: E402
 N_REQ = int(os.environ.get("BENCH_REQUESTS", 8))
 PROMPT = int(os.environ.get("BENCH_PROMPT_TOKENS", 512))
 NEW = int(os.environ.get("BENCH_NEW_TOKENS", 128))
+REPEATS = int(os.environ.get("BENCH_REPEATS", 2))
+DTYPES = os.environ.get("BENCH_DTYPES", "float32,bfloat16").split(",")
 TOPICS = ["a supply contract", "a quarterly balance sheet", "a lease agreement", "an audit report",
           "a loan covenant", "a merger agreement", "an insurance policy", "a cash-flow statement"]
 
@@ -39,18 +46,12 @@ def make_prompts(tokenizer) -> list[list[int]]:
     return prompts
 
 
-def load_ours(path: Path, cpu_gemm: str):
-    from engine.loader import load_model
-
-    return load_model(path, cpu_gemm=cpu_gemm)
-
-
-def bench_ours(path: Path, prompts: list[list[int]], loaded,
-               speculative: bool = False) -> tuple[float, list[list[int]], dict]:
+def run_ours(path: Path, loaded, prompts: list[list[int]], speculative: bool) -> tuple[float, list[list[int]], dict]:
     from engine.llm_engine import LLM
     from engine.sampling import SamplingParams
 
-    llm = LLM(path, max_model_len=PROMPT + NEW + 16, max_num_seqs=N_REQ, memory_gib=3.0, kv_dtype="float32",
+    kv = "float32" if loaded.model.dtype == torch.float32 else "bfloat16"  # the reference's cache dtype
+    llm = LLM(path, max_model_len=PROMPT + NEW + 16, max_num_seqs=N_REQ, memory_gib=3.0, kv_dtype=kv,
               chunk_tokens=512, loaded=loaded, speculative=speculative)
     params = SamplingParams(max_tokens=NEW, ignore_eos=True)
     llm.generate([prompts[0][:16]], SamplingParams(max_tokens=2))  # warm-up
@@ -71,10 +72,7 @@ def bench_ours(path: Path, prompts: list[list[int]], loaded,
     return elapsed, [o.token_ids for o in outs], stats
 
 
-def bench_transformers(path: Path, prompts: list[list[int]]) -> tuple[float, list[list[int]]]:
-    from engine.loader.hf_reference import transformers_llama_from_gguf
-
-    model = transformers_llama_from_gguf(path)
+def run_transformers(model, prompts: list[list[int]]) -> tuple[float, list[list[int]]]:
     pad = model.config.eos_token_id if isinstance(model.config.eos_token_id, int) else 0
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
@@ -88,27 +86,52 @@ def bench_transformers(path: Path, prompts: list[list[int]]) -> tuple[float, lis
     return elapsed, [row[width:].tolist() for row in out]
 
 
+def agreement(ours: list[list[int]], theirs: list[list[int]]) -> str:
+    same = sum(a == b for a, b in zip(ours, theirs))
+    prefix = [next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a)) for a, b in zip(ours, theirs)]
+    return f"{same}/{len(ours)} identical to transformers, mean common prefix {statistics.mean(prefix):.1f}/{NEW}"
+
+
+def bench_dtype(path: Path, dtype_name: str, prompts: list[list[int]]) -> None:
+    from engine.loader import load_model
+    from engine.loader.hf_reference import transformers_llama_from_gguf
+
+    dtype = getattr(torch, dtype_name)
+    reference = transformers_llama_from_gguf(path).to(dtype)
+    loaded = load_model(path, dtype=dtype)
+    times: dict[str, list[float]] = {"ref": [], "plain": [], "spec": []}
+    for _ in range(REPEATS):
+        t, theirs = run_transformers(reference, prompts)
+        times["ref"].append(t)
+        t, plain, _ = run_ours(path, loaded, prompts, speculative=False)
+        times["plain"].append(t)
+        t, spec, stats = run_ours(path, loaded, prompts, speculative=True)
+        times["spec"].append(t)
+    total = NEW * len(prompts)
+    med = {k: statistics.median(v) for k, v in times.items()}
+
+    def ratios(key: str) -> str:
+        each = [r / o for r, o in zip(times["ref"], times[key])]
+        return f"{statistics.median(each):.2f}x (each repeat: {', '.join(f'{x:.2f}' for x in each)})"
+
+    print(f"\n[{dtype_name}] median of {REPEATS} interleaved repeats")
+    print(f"  transformers generate (batched)        {med['ref']:6.2f} s  {total / med['ref']:6.1f} new tok/s")
+    print(f"  ours, prompt lookup off                {med['plain']:6.2f} s  {total / med['plain']:6.1f} new tok/s  "
+          f"{ratios('plain')}; {agreement(plain, theirs)}")
+    print(f"  ours, engine default (prompt lookup)   {med['spec']:6.2f} s  {total / med['spec']:6.1f} new tok/s  "
+          f"{ratios('spec')}; outputs equal prompt-lookup-off: {spec == plain}; mean acceptance length "
+          f"{stats['spec_mean_acceptance_length']:.2f}; peak batch {stats['peak_batch']}")
+
+
 def main() -> int:
-    path = packaged_llm_gguf()
     from engine.tokenizer import Tokenizer
+
+    path = packaged_llm_gguf()
     prompts = make_prompts(Tokenizer.from_gguf(path))
-    total_new = NEW * len(prompts)
-    print(f"SmolLM2-135M fp32 on CPU ({torch.get_num_threads()} threads): {len(prompts)} requests x "
-          f"{PROMPT} prompt tokens x {NEW} new tokens")
-    t_hf, theirs = bench_transformers(path, prompts)
-    print(f"transformers generate (batched, fp32):     {t_hf:7.2f} s  {total_new / t_hf:7.1f} new tok/s")
-    runs = (("fp32, engine default oneDNN GEMM", "onednn", False),
-            ("fp32, oneDNN GEMM + prompt-lookup speculative", "onednn", True))
-    for label, gemm, spec in runs:
-        loaded = load_ours(path, gemm)
-        t_ours, ours, stats = bench_ours(path, prompts, loaded, speculative=spec)
-        same = sum(a == b for a, b in zip(ours, theirs))
-        prefix = sum(next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a)) for a, b in zip(ours, theirs))
-        print(f"ours ({label}): {t_ours:7.2f} s  {total_new / t_ours:7.1f} new tok/s  "
-              f"ratio {t_hf / t_ours:.2f}x  (peak batch {stats['peak_batch']}; greedy outputs identical to "
-              f"transformers for {same}/{len(prompts)}, mean common prefix {prefix / len(prompts):.1f}/{NEW}"
-              + (f"; mean acceptance length {stats['spec_mean_acceptance_length']:.2f}" if spec else "") + ")")
-        del loaded
+    print(f"SmolLM2-135M on CPU ({torch.get_num_threads()} threads): {len(prompts)} concurrent requests x "
+          f"{PROMPT} prompt tokens x {NEW} new tokens, greedy")
+    for dtype_name in DTYPES:
+        bench_dtype(path, dtype_name.strip(), prompts)
     return 0
 
 

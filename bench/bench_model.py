@@ -1,6 +1,6 @@
 """Model-core decode speed: our HybridLM (one sequence, DenseContext) vs transformers' Llama ``generate`` on
-the packaged SmolLM2-135M GGUF, same process, same prompt, greedy. Prints tokens/s and the ratio for exact
-fp32 weights and for the default CPU path (fbgemm fp16-weight GEMMs, fp32 activations).
+the packaged SmolLM2-135M GGUF, same process, same prompt, greedy, fp32. Prints tokens/s and the ratio for
+the default CPU path (oneDNN-packed fp32 weights), plain F.linear, and fbgemm fp16-weight GEMMs.
 
     lexicon bench model        (or: python bench/bench_model.py [--new 48])
 """
@@ -58,8 +58,8 @@ def main() -> int:
     from engine.loader import load_model
 
     path = packaged_llm_gguf()
-    exact = load_model(path, cpu_fp16_weights=False)
-    ids = exact.tokenizer.apply_chat_template(PROMPT)
+    ours = {gemm: load_model(path, cpu_gemm=gemm) for gemm in ("onednn", "plain", "fp16")}
+    ids = ours["onednn"].tokenizer.apply_chat_template(PROMPT)
     ref = transformers_reference(path)
     n = args.new
     print(f"SmolLM2-135M on CPU ({torch.get_num_threads()} threads), prompt {len(ids)} tokens, {n} new, greedy, batch 1")
@@ -67,10 +67,11 @@ def main() -> int:
         t_hf, theirs = timed(lambda: ref.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n,
                                                   do_sample=False)[0, len(ids):].tolist())
         print(f"transformers generate (fp32):            {n / t_hf:6.1f} tok/s")
-        for label, loaded in (("ours, exact fp32 weights", exact),
-                              ("ours, default (fp16-weight GEMM)", load_model(path))):
+        labels = {"onednn": "ours, default (oneDNN fp32 GEMM)", "plain": "ours, plain F.linear (fp32)",
+                  "fp16": "ours, fbgemm fp16-weight GEMM"}
+        for gemm, loaded in ours.items():
             t, got = timed(lambda: ours_generate(loaded.model, ids, n))
-            print(f"{label:40s} {n / t:6.1f} tok/s  ratio {t_hf / t:4.2f}x  same tokens: {got == theirs}")
+            print(f"{labels[gemm]:40s} {n / t:6.1f} tok/s  ratio {t_hf / t:4.2f}x  same tokens: {got == theirs}")
     return 0
 
 
