@@ -48,23 +48,25 @@ def blockwise_attention(q: torch.Tensor, load: Callable[[int, int], tuple[torch.
     denom = torch.zeros(KV, g * L, device=q.device)
     acc = torch.zeros(KV, g * L, hd, device=q.device)
     lo = 0 if sliding_window is None else max(0, past_len - sliding_window + 1)
+    buf = torch.empty(KV, g * L, key_block, device=q.device)  # scores of a full block, reused (no heap churn)
     for s0 in range(lo - lo % key_block, S, key_block):
         k_blk, v_blk = load(s0, min(S, s0 + key_block))
         kb = k_blk.float().transpose(0, 1)  # [KV, b, hd]
         vb = v_blk.float().transpose(0, 1)
-        scores = torch.bmm(qh, kb.transpose(1, 2)).mul_(scale)  # [KV, gL, b]
-        kpos = s0 + torch.arange(kb.shape[1], device=q.device)
-        if s0 + kb.shape[1] - 1 > past_len or sliding_window is not None:
-            allowed = kpos[None, :] <= qpos[:, None]
+        b = kb.shape[1]
+        scores = torch.bmm(qh, kb.transpose(1, 2), out=buf if b == key_block else None).mul_(scale)  # [KV, gL, b]
+        kpos = s0 + torch.arange(b, device=q.device)
+        if s0 + b - 1 > past_len or sliding_window is not None:
+            blocked = kpos[None, :] > qpos[:, None]
             if sliding_window is not None:
-                allowed &= kpos[None, :] > qpos[:, None] - sliding_window
-            scores.masked_fill_(~allowed, float("-inf"))
+                blocked |= kpos[None, :] <= qpos[:, None] - sliding_window
+            scores.masked_fill_(blocked, float("-inf"))
         m_new = torch.maximum(m, scores.amax(-1))
-        m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
-        p = torch.exp(scores - m_safe[..., None])
+        m_safe = m_new.masked_fill(torch.isinf(m_new), 0.0)
+        p = scores.sub_(m_safe[..., None]).exp_()  # in place: fewer large blocks for the allocator to juggle
         corr = torch.exp(m - m_safe)
-        denom = denom * corr + p.sum(-1)
-        acc = acc * corr[..., None] + torch.bmm(p, vb)
+        denom.mul_(corr).add_(p.sum(-1))
+        acc.mul_(corr[..., None]).baddbmm_(p, vb)
         m = m_new
     out = acc / denom.clamp_min(1e-30)[..., None]
     return out.view(KV, g, L, hd).permute(2, 0, 1, 3).reshape(L, H, hd).to(q.dtype)
