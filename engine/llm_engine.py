@@ -17,6 +17,7 @@ from typing import Iterator, Optional, Union
 import torch
 
 from engine.block_manager import BlockManager
+from engine.detokenizer import IncrementalText
 from engine.model_runner import ModelRunner
 from engine.openmp import release_thread_pool
 from engine.planner import GIB, size_pools
@@ -53,28 +54,6 @@ class RequestOutput:
     finish_reason: Optional[str]
 
 
-class _Detok:
-    """Incremental text of one sequence: holds back a possible stop-string prefix or a split UTF-8 char."""
-
-    def __init__(self, stops: list[str]):
-        self.stops, self.emitted, self.text = stops, 0, ""
-        self.hold = max((len(s) for s in stops), default=1) - 1
-
-    def update(self, text: str, finished: bool) -> tuple[str, bool]:
-        """-> (delta, hit_stop)."""
-        hit = False
-        for s in self.stops:
-            i = text.find(s, max(0, self.emitted - len(s)))
-            if i != -1:
-                text, hit, finished = text[:i], True, True
-        self.text = text
-        end = len(text) if finished else max(self.emitted, len(text) - self.hold)
-        if not finished and text[self.emitted:end].endswith("\ufffd"):
-            end = self.emitted
-        delta, self.emitted = text[self.emitted:end], max(self.emitted, end)
-        return delta, hit
-
-
 def _weights_bytes(model: torch.nn.Module) -> int:
     total = sum(p.numel() * p.element_size() for p in model.parameters())
     for m in model.modules():
@@ -102,7 +81,7 @@ class LLMEngine:
             blocks, self.runner.states, SnapshotStore(blocks, self.runner.states))
         self.lookup = PromptLookup(config.num_spec_tokens) if config.speculative else None
         self.spec = SpecStats()
-        self._detok: dict[int, _Detok] = {}
+        self._detok: dict[int, IncrementalText] = {}
         self._snapshot_target: dict[int, str] = {}
         self.generated_tokens = 0
         self.recent: deque[tuple[float, int]] = deque()  # (time, tokens) of the last steps, for tokens_per_s
@@ -121,7 +100,7 @@ class LLMEngine:
         params = params or SamplingParams()
         seq = Sequence(self.encode(prompt), params, snapshot=snapshot)
         self.scheduler.add(seq)
-        self._detok[seq.seq_id] = _Detok(params.stop)
+        self._detok[seq.seq_id] = IncrementalText(params.stop)
         if snapshot_target is not None:
             self._snapshot_target[seq.seq_id] = snapshot_target
         return seq
