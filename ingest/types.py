@@ -90,6 +90,25 @@ class ColumnInfo:
     sql_type: str  # REAL | TEXT
     unit: str = ""
     label: str = ""  # the header as printed, e.g. "2024"
+    # table catalogue (docs/contracts.md "Table catalogue")
+    role: str = "value"  # label | value | text
+    period: str = ""  # "2021", "FY2019", "Q4 2024", "2023-06-30" (instant), "6M 2023-06-30"
+    period_end: str = ""  # ISO date or ""
+    period_months: int = 0  # 12, 3, 6, 9; 0 = instant or unknown
+    fiscal_year: int = 0
+    fiscal_quarter: int = 0
+    scale: str = ""  # "" | thousands | millions | billions
+    currency: str = ""
+
+
+@dataclass
+class RowInfo:
+    row_num: int
+    label: str
+    parent: str = ""  # the section row above ("Current assets")
+    is_total: bool = False
+    unit: str = ""  # per-row override, e.g. "USD per share", "shares", "%"
+    scale: str = ""  # per-row override; per-share rows ""
 
 
 @dataclass
@@ -102,6 +121,14 @@ class TableInfo:
     columns: list[ColumnInfo]
     n_rows: int
     unit: str = ""
+    section: str = ""
+    statement: str = ""  # income_statement | balance_sheet | cash_flow | equity | ""
+    scale: str = ""
+    currency: str = ""
+    bbox: Optional[tuple[float, float, float, float]] = None  # PDF points (x0, top, x1, bottom), top-left origin
+    label_column: str = ""
+    rows: list[RowInfo] = field(default_factory=list)
+    periods: list[str] = field(default_factory=list)
 
 
 @dataclass
