@@ -6,7 +6,7 @@ never preempted. Forks of a snapshot share its full blocks; the last, partial bl
 """
 from __future__ import annotations
 
-from collections import deque
+import heapq
 
 
 class OutOfBlocks(RuntimeError):
@@ -19,7 +19,8 @@ class BlockManager:
             raise ValueError(f"need num_blocks >= 1 and block_size >= 1, got {num_blocks}, {block_size}")
         self.num_blocks, self.block_size = num_blocks, block_size
         self.ref_counts = [0] * num_blocks
-        self.free_ids: deque[int] = deque(range(num_blocks))
+        self.free_ids: list[int] = list(range(num_blocks))  # a min-heap: the lowest free ids go first, so a
+        # sequence's blocks tend to be consecutive (attention reads a view) and a CPU pool touches few pages
 
     @property
     def num_free(self) -> int:
@@ -35,7 +36,7 @@ class BlockManager:
     def allocate(self, n: int) -> list[int]:
         if n > len(self.free_ids):
             raise OutOfBlocks(f"need {n} KV blocks, {len(self.free_ids)} free of {self.num_blocks}")
-        ids = [self.free_ids.popleft() for _ in range(n)]
+        ids = [heapq.heappop(self.free_ids) for _ in range(n)]
         for b in ids:
             self.ref_counts[b] = 1
         return ids
@@ -54,7 +55,7 @@ class BlockManager:
                 raise ValueError(f"double free of block {b}")
             self.ref_counts[b] -= 1
             if self.ref_counts[b] == 0:
-                self.free_ids.append(b)
+                heapq.heappush(self.free_ids, b)
 
     def fork_table(self, shared: list[int], n_shared_tokens: int, n_total_tokens: int) -> tuple[list[int], list[tuple[int, int]]]:
         """Block table for a sequence whose first n_shared_tokens live in `shared` blocks.

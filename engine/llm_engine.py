@@ -34,7 +34,7 @@ Prompt = Union[str, list[int]]
 class EngineConfig:
     max_model_len: int = 8192
     max_num_seqs: int = 8
-    memory_gib: float = 4.0
+    memory_gib: Optional[float] = None  # a cap; None: CUDA sizes from the device, CPU from the model's need
     kv_dtype: str = "bfloat16"
     chunk_tokens: int = 512
     device: str = "cpu"
@@ -43,6 +43,7 @@ class EngineConfig:
     block_size: int = 16
     max_waiting: int = 64
     n_snapshot_slots: int = 4
+    memory_fraction: float = 0.9  # of the device's memory, on CUDA
 
 
 @dataclass
@@ -69,9 +70,11 @@ class LLMEngine:
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         cfg = self.model.config
         self.eos_ids = set(self.tokenizer.eos_token_ids if self.tokenizer else cfg.eos_token_ids)
-        pools = size_pools(cfg, int(config.memory_gib * GIB), _weights_bytes(self.model), config.kv_dtype,
+        cap = None if config.memory_gib is None else int(config.memory_gib * GIB)
+        pools = size_pools(cfg, cap, _weights_bytes(self.model), config.kv_dtype,
                            config.max_model_len, config.max_num_seqs, config.chunk_tokens, config.block_size,
-                           config.n_snapshot_slots, conv_bytes=torch.finfo(self.model.dtype).bits // 8)
+                           config.n_snapshot_slots, conv_bytes=torch.finfo(self.model.dtype).bits // 8,
+                           device=str(self.model.device), memory_fraction=config.memory_fraction)
         self.pools = pools
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
                                   config.kv_dtype)
@@ -213,6 +216,8 @@ class LLMEngine:
             "tokens_per_s": sum(n for _, n in self.recent) / window,
             "speculative": self.lookup is not None, "spec_mean_acceptance_length": self.spec.mean_acceptance_length,
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
+            "kv_pool_bytes": self.pools.kv_bytes, "state_pool_bytes": self.pools.state_bytes,
+            "pool_budget": self.pools.source,
         }
 
 
@@ -250,10 +255,13 @@ class _Handle:
 class LLM:
     """Thread-safe engine facade (see docs/contracts.md, "engine serving")."""
 
-    def __init__(self, model_path, *, max_model_len: int = 8192, max_num_seqs: int = 8, memory_gib: float = 4.0,
+    def __init__(self, model_path, *, max_model_len: int = 8192, max_num_seqs: int = 8,
+                 memory_gib: Optional[float] = None,
                  kv_dtype: str = "bfloat16", chunk_tokens: int = 512, device: str = "cpu",
                  speculative: bool = True, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None):
-        """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators."""
+        """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators. ``memory_gib``: a cap on
+        weights + caches; None sizes the pools from the device (CUDA) or from what max_num_seqs x max_model_len
+        need (CPU)."""
         if loaded is None:
             from engine.loader import load_model
             dtype = dtype or (torch.float32 if device == "cpu" else torch.bfloat16)

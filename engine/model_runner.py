@@ -62,7 +62,7 @@ class ModelRunner:
                 continue
             for _ in rs:
                 row_params.append(seq.params)
-                row_gens.append(seq.generator)
+                row_gens.append(seq.generator_for(logits.device))
                 owners.append(i)
         toks = sample(logits, row_params, row_gens)
         for i, t in zip(owners, toks):

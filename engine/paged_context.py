@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 
 import torch
 
+from engine import kv_quant
 from engine.forward_context import SeqSpan, causal_attention
 from engine.state_pool import StatePool
 
@@ -76,14 +77,25 @@ Read = Union[slice, torch.Tensor]  # a sequence's pool slots: consecutive (a vie
 
 
 class KVPool:
-    """Per attention layer, k and v as ``[n_kv, num_blocks * block_size, head_dim]`` (head-major)."""
+    """Per attention layer, k and v as ``[n_kv, num_blocks * block_size, head_dim]`` (head-major); FP8 pools
+    carry per-(block, kv head) power-of-two scales ``k_scale`` / ``v_scale`` (engine/kv_quant.py).
+
+    Allocated uninitialised: nothing reads a slot before it is written, and on a CPU the pages of a large pool
+    stay out of the resident set until sequences use them."""
 
     def __init__(self, n_layers: int, num_blocks: int, block_size: int, n_kv: int, head_dim: int,
                  dtype: torch.dtype, device="cpu"):
         self.block_size, self.dtype = block_size, dtype
         shape = (n_kv, num_blocks * block_size, head_dim)
-        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.k = [torch.empty(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.v = [torch.empty(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.fp8 = dtype == kv_quant.FP8
+        self.k_scale = [kv_quant.new_scales(n_kv, num_blocks, device) for _ in range(n_layers)] if self.fp8 else []
+        self.v_scale = [kv_quant.new_scales(n_kv, num_blocks, device) for _ in range(n_layers)] if self.fp8 else []
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.k + self.v + self.k_scale + self.v_scale)
 
     def copy_blocks(self, pairs: list[tuple[int, int]]) -> None:
         bs = self.block_size
@@ -91,6 +103,8 @@ class KVPool:
             for k, v in zip(self.k, self.v):
                 k[:, dst * bs:(dst + 1) * bs].copy_(k[:, src * bs:(src + 1) * bs])
                 v[:, dst * bs:(dst + 1) * bs].copy_(v[:, src * bs:(src + 1) * bs])
+            for sc in self.k_scale + self.v_scale:
+                kv_quant.copy_block_scales(sc, src, dst)
 
 
 class PagedContext:
@@ -123,17 +137,21 @@ class PagedContext:
     def attend(self, attn_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
                sliding_window: Optional[int] = None) -> torch.Tensor:
         kc, vc = self.kv.k[attn_idx], self.kv.v[attn_idx]
-        store = kc.dtype
-        fp8 = store == torch.float8_e4m3fn
-        k, v = k.to(store), v.to(store)
-        if fp8:  # CPU index ops lack fp8: move the bytes as uint8
-            kc, vc, k, v = kc.view(torch.uint8), vc.view(torch.uint8), k.view(torch.uint8), v.view(torch.uint8)
-        kc.index_copy_(1, self.write_idx, k.transpose(0, 1))
-        vc.index_copy_(1, self.write_idx, v.transpose(0, 1))
+        store, bs = kc.dtype, self.kv.block_size
+        fp8 = self.kv.fp8
+        if fp8:  # scaled per (block, kv head); see engine/kv_quant.py
+            ks, vs = self.kv.k_scale[attn_idx], self.kv.v_scale[attn_idx]
+            kv_quant.write_fp8(kc, ks, self.write_idx, k, bs)
+            kv_quant.write_fp8(vc, vs, self.write_idx, v, bs)
+        else:
+            kc.index_copy_(1, self.write_idx, k.to(store).transpose(0, 1))
+            vc.index_copy_(1, self.write_idx, v.to(store).transpose(0, 1))
 
-        def past(pool: torch.Tensor, r: Read) -> torch.Tensor:  # -> token-major [n, KV, hd] in the store dtype
+        def past(pool: torch.Tensor, r: Read) -> torch.Tensor:  # -> token-major [n, KV, hd]
+            if fp8:
+                return kv_quant.read_fp8(pool, ks if pool is kc else vs, r, bs, q.dtype).transpose(0, 1)
             x = pool[:, r] if isinstance(r, slice) else pool.index_select(1, r)
-            return (x.view(store) if fp8 else x).transpose(0, 1)
+            return x.transpose(0, 1)
 
         outs = []
         for s, r in zip(self.spans, self.read):

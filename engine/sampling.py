@@ -36,9 +36,20 @@ class SamplingParams:
         return self.temperature == 0.0
 
 
+def seeded_generator(seed: int, device) -> torch.Generator:
+    """A seeded generator on ``device``: the tensors it draws for live there (torch refuses a CPU generator
+    for a CUDA multinomial)."""
+    return torch.Generator(device=torch.device(device)).manual_seed(seed)
+
+
 def sample(logits: torch.Tensor, params: list[SamplingParams],
            generators: list[Optional[torch.Generator]]) -> list[int]:
-    """logits [N, V] float32 -> one token per row. Greedy rows take argmax in one batched call."""
+    """logits [N, V] float32 -> one token per row. Greedy rows take argmax in one batched call. A row's
+    generator must live on the logits' device (``Sequence.generator_for``)."""
+    for g in generators:
+        if g is not None and g.device.type != logits.device.type:
+            raise ValueError(f"a {g.device} generator cannot sample {logits.device} logits: "
+                             "make it with seeded_generator(seed, logits.device)")
     out = logits.argmax(dim=-1).tolist()
     for i, p in enumerate(params):
         if p.greedy:

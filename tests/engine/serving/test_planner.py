@@ -53,3 +53,46 @@ def test_pool_sizing_for_a_small_engine_and_a_clear_error_when_too_small():
     with pytest.raises(ValueError, match="cannot hold one"):
         size_pools(cfg, memory_bytes=600 * MIB, weights_bytes=540 * MIB, kv_dtype="bf16",
                    max_model_len=8192, max_num_seqs=4, chunk_tokens=256)
+
+
+def test_cpu_pools_hold_what_the_model_needs_not_the_cap():
+    """#15 item 7: a 135M model's engine reserves max_num_seqs x max_model_len of KV, not a 4 GiB budget."""
+    cfg = get_preset("smollm2")
+    per_token = 30 * 2 * 3 * 64 * 2  # layers x K,V x kv heads x head_dim x bf16
+    for cap in (None, 4 * GIB):
+        pools = size_pools(cfg, memory_bytes=cap, weights_bytes=540 * MIB, kv_dtype="bf16", max_model_len=4096,
+                           max_num_seqs=2, chunk_tokens=256, n_snapshot_slots=1)
+        assert pools.source == "model need"
+        assert pools.kv_bytes == 3 * 4096 * per_token  # (2 sequences + 1 snapshot) x 4096 tokens
+        assert pools.budget.budget_bytes < 2 * GIB
+
+
+@pytest.mark.parametrize("gib,context", [(80.0, 1_000_000), (79.1, 1_000_000), (80.0, 2 ** 20), (76.0, 500_000)])
+def test_planner_and_engine_pools_agree(gib, context):
+    """One sizing code: the engine's pools for max_num_seqs sequences of `context` tokens fit exactly when the
+    planner says that many contexts fit (it said 8.01 while size_pools said 8.47 before)."""
+    cfg = get_preset("puzzle")
+    p = plan(cfg, "nvfp4", "fp8", gib, context, 0.95, chunk_tokens=8192, snapshot_slots=2)
+    budget = int(gib * GIB * 0.95)
+    n = p.max_contexts
+    assert n >= 1
+    kw = dict(weights_bytes=p.weights_bytes, kv_dtype="fp8", max_model_len=context, chunk_tokens=8192,
+              n_snapshot_slots=2, device="cpu")
+    fits = size_pools(cfg, budget - p.overhead_bytes, max_num_seqs=n, **kw)  # CPU: no GPU overhead
+    assert fits.num_kv_blocks >= n * fits.blocks_per_seq
+    assert fits.budget.free_for_contexts == p.free_for_contexts  # same weights, activations, spare slots
+    assert fits.budget.bytes_per_context(context) == p.bytes_per_context
+    if p.exact_contexts < n + 1:  # one more sequence than the planner allows leaves less than a full pool
+        more = size_pools(cfg, budget - p.overhead_bytes, max_num_seqs=n + 1, **kw)
+        assert more.num_kv_blocks < (n + 1) * more.blocks_per_seq
+
+
+def test_plan_reports_which_contexts_fit_for_1e6_and_2_20_tokens_at_79_1_and_80_gib(capsys):
+    p = plan(get_preset("puzzle"), **H100)
+    table = {(c, g): n for c, g, n, _ in p.fit_table()}
+    assert table[(1_000_000, 80.0)] == 8
+    assert table[(1_000_000, 79.1)] == 7 and table[(2 ** 20, 80.0)] == 7 and table[(2 ** 20, 79.1)] == 7
+    assert p.kv_scale_bytes_per_token == 2.0  # fp8 block scales: 8 layers x K,V x 2 heads x 1 B / 16 tokens
+    plan_command("puzzle", "nvfp4", "fp8", 80.0, 1_000_000, 0.95)
+    out = capsys.readouterr().out
+    assert "1,048,576 tokens on 80 GiB: 7 contexts" in out and "1,000,000 tokens on 79.1 GiB: 7 contexts" in out

@@ -28,3 +28,22 @@ def test_bad_params_are_refused():
     for kw in ({"max_tokens": 0}, {"temperature": -1}, {"top_p": 0}, {"top_k": -2}, {"stop": [""]}):
         with pytest.raises(ValueError):
             SamplingParams(**kw)
+
+
+def test_seeded_generator_lives_on_the_logits_device_and_continues_one_stream():
+    """A CPU generator cannot drive a CUDA multinomial: the sequence makes its generator where the logits are
+    (on CUDA the same code runs in bench/gpu_check.py) and keeps it across steps."""
+    from engine.sequence import Sequence
+
+    logits = torch.zeros(1, 1000)
+    seq = Sequence([1, 2], SamplingParams(temperature=1.0, seed=11))
+    gen = seq.generator_for(logits.device)
+    assert gen.device == logits.device and seq.generator_for(logits.device) is gen
+    draws = [sample(logits, [seq.params], [seq.generator_for(logits.device)])[0] for _ in range(5)]
+    again = Sequence([1, 2], SamplingParams(temperature=1.0, seed=11))
+    assert draws == [sample(logits, [again.params], [again.generator_for("cpu")])[0] for _ in range(5)]
+    assert len(set(draws)) > 1  # one stream that advances, not a reseed per step
+    assert Sequence([1], SamplingParams(temperature=1.0)).generator_for("cpu") is None
+    meta = torch.zeros(1, 10, device="meta")
+    with pytest.raises(ValueError, match="generator cannot sample"):
+        sample(meta, [seq.params], [gen])
