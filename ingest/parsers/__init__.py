@@ -25,6 +25,9 @@ class RawTable:
     title: str
     rows: list[list[Cell]]
     context: str = ""  # nearby text (captions, "in thousands") used to find units
+    bbox: tuple[float, float, float, float] | None = None  # PDF points (x0, top, x1, bottom), top-left origin
+    header_rows: int | None = None  # the parser's count of header rows, when its layout tells it
+    source: str = ""  # how it was found: "ruled" | "aligned" (PDF), "" elsewhere
 
 
 @dataclass

@@ -1,7 +1,15 @@
-"""PDF: text per page and ruled tables, via pypdf (encryption check) and pdfplumber (text, tables)."""
+"""PDF: page text from pypdfium2 (fast), tables from pdfplumber only on pages that may hold one.
+
+pypdf checks encryption; pypdfium2 gives each page's text and heading lines (set larger than the body);
+a cheap pre-check on that text (several lines with two or more numbers, or ruling paths) picks the pages
+that pdfplumber then reads for tables (``ingest.table_pdf``). If pypdfium2 cannot open a file, pdfplumber
+reads the text of every page as before. Sideways pages are turned upright for both text and tables.
+"""
 from __future__ import annotations
 
 import logging
+import re
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -9,6 +17,10 @@ from ingest.errors import IngestError
 from ingest.parsers import Page, ParsedDocument, RawTable
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
+
+NUM_TOKEN = re.compile(r"(?<![\w.])\(?[$€£]?\s?\d[\d,]*(?:\.\d+)?\)?%?(?![\w])")
+TABLE_BUDGET_S = 120.0  # table search per document; past it the rest of the pages keep only their text
+MAX_TABLE_CHARS = 40_000  # pages with more characters than this are not searched for tables
 
 
 def check_pdf_readable(path: Path) -> None:
@@ -27,56 +39,137 @@ def check_pdf_readable(path: Path) -> None:
         n = len(reader.pages)
     except IngestError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as exc:
         raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
     if n == 0:
         raise IngestError("the PDF has no pages")
 
 
-def _page_with_headings(page, number: int) -> Page:
-    """Page text line by line; lines set in a larger font than the page's body text are headings."""
-    lines = [ln for ln in page.extract_text_lines(return_chars=True) if ln["text"].strip()]
-    if not lines:
-        return Page(number, "")
-    sizes = [round(float(ln["chars"][0].get("size", 0)), 1) if ln.get("chars") else 0.0 for ln in lines]
-    body = Counter(sizes).most_common(1)[0][0]
+def may_hold_table(text: str, n_paths: int = 0) -> bool:
+    """Cheap pre-check: three or more lines with two or more numbers, or ruling lines on the page."""
+    numeric_lines = 0
+    for line in text.splitlines():
+        if len(NUM_TOKEN.findall(line)) >= 2:
+            numeric_lines += 1
+            if numeric_lines >= 3:
+                return True
+    return n_paths >= 4
+
+
+def _headings(lines: list[str], sizes: list[float]) -> tuple[str, list[tuple[int, int]]]:
+    body = Counter(s for s in sizes if s).most_common(1)
+    body_size = body[0][0] if body else 0.0
     parts, headings, pos = [], [], 0
-    for ln, size in zip(lines, sizes):
-        text = ln["text"].strip()
-        if body and size >= body * 1.15 and len(text) <= 120:
+    for text, size in zip(lines, sizes):
+        if body_size and size >= body_size * 1.15 and len(text) <= 120:
             headings.append((pos, pos + len(text)))
         parts.append(text)
         pos += len(text) + 1
-    return Page(number, "\n".join(parts), headings)
+    return "\n".join(parts), headings
 
 
-def parse_pdf(path: Path) -> ParsedDocument:
+def _pdfium_page(page, number: int) -> tuple[Page, int]:
+    """Text and headings of one page; also how many path objects (rules) it draws, up to 8."""
+    import pypdfium2.raw as raw
+
+    tp = page.get_textpage()
+    try:
+        n = tp.count_chars()
+        text = tp.get_text_range(0, n) if n > 0 else ""
+        lines, sizes, start = [], [], 0
+        aligned = len(text) == n
+        for piece in re.split(r"(\r\n|\n|\r)", text):
+            if piece in ("\r\n", "\n", "\r"):
+                start += len(piece)
+                continue
+            stripped = piece.replace("\x02", "-").replace("\ufffe", "-").replace("\x00", "").strip()
+            if stripped:
+                lead = len(piece) - len(piece.lstrip())
+                size = raw.FPDFText_GetFontSize(tp.raw, start + lead) if aligned else 0.0
+                lines.append(stripped)
+                sizes.append(round(float(size), 1))
+            start += len(piece)
+    finally:
+        tp.close()
+    paths = 0
+    for _ in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2):
+        paths += 1
+        if paths >= 8:
+            break
+    body, headings = _headings(lines, sizes)
+    return Page(number, body, headings), paths
+
+
+def _plumber_page_text(page, number: int) -> Page:
+    lines = [ln for ln in page.extract_text_lines(return_chars=True) if ln["text"].strip()]
+    sizes = [round(float(ln["chars"][0].get("size", 0)), 1) if ln.get("chars") else 0.0 for ln in lines]
+    text, headings = _headings([ln["text"].strip() for ln in lines], sizes)
+    return Page(number, text, headings)
+
+
+def pdf_page_texts(path: Path) -> tuple[list[Page], list[bool]] | None:
+    """(pages, may-hold-a-table flags) from pypdfium2, or None when it cannot read the file."""
+    try:
+        import pypdfium2 as pdfium
+
+        doc = pdfium.PdfDocument(str(path), password="")
+    except Exception:  # noqa: BLE001 - pdfium raises PdfiumError and others on damaged files
+        return None
+    pages, hints = [], []
+    try:
+        for i in range(len(doc)):
+            page = doc[i]
+            try:
+                page_rotation = page.get_rotation()
+                p, paths = _pdfium_page(page, i + 1)
+            finally:
+                page.close()
+            pages.append(p)
+            hints.append(may_hold_table(p.text, paths) or page_rotation != 0)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        doc.close()
+    return pages, hints
+
+
+def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
     check_pdf_readable(path)
     import pdfplumber
 
-    pages: list[Page] = []
-    tables: list[RawTable] = []
+    from ingest.table_pdf import page_tables
+
+    fast = pdf_page_texts(path)
+    pages: list[Page] = fast[0] if fast else []
+    hints: list[bool] = fast[1] if fast else []
+    found: list[RawTable] = []
+    warnings: list[str] = []
+    started = time.monotonic()
     try:
         with pdfplumber.open(str(path), password="") as pdf:
+            if not fast:
+                pages = [_plumber_page_text(pg, n) for n, pg in enumerate(pdf.pages, start=1)]
+                hints = [may_hold_table(p.text, 4) for p in pages]
             for number, page in enumerate(pdf.pages, start=1):
-                pages.append(_page_with_headings(page, number))
-                # pdfplumber's default strategy finds ruled tables only: skip pages without rules
-                ruled = page.rects or page.lines
-                for table in (page.find_tables() if ruled else []):
-                    rows = table.extract()
-                    if len(rows) < 2 or max(len(r) for r in rows) < 2:
-                        continue
-                    top = table.bbox[1]
-                    above = page.crop((0, max(0, top - 60), page.width, top)).extract_text() or "" if top > 1 else ""
-                    lines = [ln.strip() for ln in above.splitlines() if ln.strip()]
-                    captions = [ln for ln in lines if not (ln.startswith("(") and ln.endswith(")"))]
-                    title = (captions or lines or [""])[-1]
-                    tables.append(RawTable(number, title, rows, context=" ".join(lines[-3:])))
+                if not tables or not hints[number - 1]:
+                    continue
+                if time.monotonic() - started > TABLE_BUDGET_S:
+                    warnings.append(f"table search stopped at page {number} (over {TABLE_BUDGET_S:.0f} s)")
+                    break
+                if len(page.chars) > MAX_TABLE_CHARS:
+                    warnings.append(f"page {number}: too many characters to search for tables")
+                    continue
+                page_found, upright_text = page_tables(page, number)
+                found.extend(page_found)
+                if upright_text is not None:  # a sideways page: its text read upright
+                    pages[number - 1] = Page(number, upright_text)
                 page.flush_cache()
     except IngestError:
         raise
     except Exception as exc:  # noqa: BLE001 - pdfminer raises many types on damaged files
-        raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
+        if not pages:
+            raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
+        warnings.append(f"tables skipped: the PDF is partly damaged ({type(exc).__name__})")
     if not any(p.text for p in pages):
         raise IngestError("the PDF has no extractable text (a scanned image? OCR is not supported)")
-    return ParsedDocument("pdf", pages, tables)
+    return ParsedDocument("pdf", pages, found, warnings)

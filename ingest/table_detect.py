@@ -1,0 +1,193 @@
+"""Borderless tables from text alignment, as an analyst reads a statement.
+
+Lines with several segments (a label and numbers, or several aligned text cells) that follow each other
+form a block; label-only lines inside it (section rows such as "Current assets:", wrapped labels) stay in it.
+Header lines above the block (periods, "Years Ended December 31,") join when they sit over its columns.
+Columns come from a whitespace projection of the block's multi-segment lines; a header segment spanning
+several columns is repeated in each, so "Three Months Ended" reaches both of its period columns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ingest.table_layout import Layout, Line, Segment
+
+MIN_ROWS = 3  # multi-segment lines a block needs
+
+
+@dataclass
+class Grid:
+    bbox: tuple[float, float, float, float]  # reading frame (x0, top, x1, bottom)
+    rows: list[list[str | None]]
+    header_rows: int
+    title: str = ""
+    context: str = ""
+    lines: list[Line] = field(default_factory=list)
+
+
+def _is_table_line(ln: Line) -> bool:
+    n = len(ln.segments)
+    if n >= 2 and ln.n_numeric >= 1:
+        # prose with a number in it has one long run of words and a short tail
+        return not (n == 2 and ln.segments[0].x1 - ln.segments[0].x0 > 0.75 * (ln.x1 - ln.x0) and ln.n_numeric < 2
+                    and len(ln.segments[0].text) > 90)
+    return n >= 3
+
+
+def _text_width(layout: Layout) -> tuple[float, float]:
+    xs0 = [ln.x0 for ln in layout.lines]
+    xs1 = [ln.x1 for ln in layout.lines]
+    return (min(xs0), max(xs1)) if xs0 else (0.0, layout.width)
+
+
+def _blocks(layout: Layout) -> list[list[int]]:
+    """Runs of line indexes that look tabular (with short label-only lines in between)."""
+    lines = layout.lines
+    left, right = _text_width(layout)
+    full = max(1.0, right - left)
+    table = [_is_table_line(ln) for ln in lines]
+    blocks, cur, pending = [], [], []
+    for i, ln in enumerate(lines):
+        if cur:
+            prev = lines[(pending or cur)[-1]]
+            gap = ln.top - prev.bottom
+            if gap > 2.2 * max(prev.height, ln.height) + 2:
+                blocks.append(cur)
+                cur, pending = [], []
+        if table[i]:
+            cur.extend(pending)
+            pending = []
+            cur.append(i)
+        elif cur and len(ln.segments) == 1 and (ln.x1 - ln.x0) < 0.6 * full and len(pending) < 3:
+            pending.append(i)  # a section row or wrapped label, kept if a table line follows
+        elif cur:
+            blocks.append(cur)
+            cur, pending = [], []
+    if cur:
+        blocks.append(cur)
+    return [b for b in blocks if sum(len(lines[i].segments) >= 2 for i in b) >= MIN_ROWS]
+
+
+def _columns(lines: list[Line]) -> list[tuple[float, float]]:
+    """Column x-ranges from the whitespace between segments of multi-segment lines."""
+    segs = [s for ln in lines if len(ln.segments) >= 2 for s in ln.segments]
+    if not segs:
+        return []
+    events = sorted((s.x0, s.x1) for s in segs)
+    cols: list[list[float]] = []
+    for x0, x1 in events:
+        if cols and x0 <= cols[-1][1] + 0.5:
+            cols[-1][1] = max(cols[-1][1], x1)
+        else:
+            cols.append([x0, x1])
+    if len(cols) >= 2:
+        return [(a, b) for a, b in cols]
+    # one segment bridged every gap: retry without the widest segments (spanning headers, long labels)
+    widths = sorted((s.x1 - s.x0) for s in segs)
+    cap = widths[int(0.9 * (len(widths) - 1))]
+    narrow = [s for s in segs if s.x1 - s.x0 <= cap]
+    cols = []
+    for x0, x1 in sorted((s.x0, s.x1) for s in narrow):
+        if cols and x0 <= cols[-1][1] + 0.5:
+            cols[-1][1] = max(cols[-1][1], x1)
+        else:
+            cols.append([x0, x1])
+    return [(a, b) for a, b in cols]
+
+
+def _overlap(s: Segment, col: tuple[float, float]) -> float:
+    return max(0.0, min(s.x1, col[1]) - max(s.x0, col[0]))
+
+
+def _assign(seg: Segment, cols: list[tuple[float, float]]) -> list[int]:
+    hits = [j for j, c in enumerate(cols) if _overlap(seg, c) > 0]
+    if hits:
+        return hits
+    centre = (seg.x0 + seg.x1) / 2
+    return [min(range(len(cols)), key=lambda j: min(abs(centre - cols[j][0]), abs(centre - cols[j][1])))]
+
+
+def _header_lines(layout: Layout, first: int, cols: list[tuple[float, float]], left: float, full: float) -> int:
+    """How many lines directly above the block are its column headers."""
+    lines = layout.lines
+    value_left = cols[1][0] if len(cols) > 1 else cols[0][0]
+    n, i = 0, first - 1
+    while i >= 0 and n < 4:
+        ln, below = lines[i], lines[i + 1]
+        if below.top - ln.bottom > 1.8 * max(ln.height, below.height) + 2:
+            break
+        over_values = all(s.x0 >= value_left - 0.5 * (value_left - left) for s in ln.segments)
+        short = (ln.x1 - ln.x0) < 0.9 * full
+        if not (over_values and short) and not (len(ln.segments) >= 2 and ln.n_numeric >= 1):
+            break
+        n, i = n + 1, i - 1
+    return n
+
+
+def _caption(layout: Layout, first: int) -> tuple[str, str]:
+    """Title (nearest line above that reads like one) and a few lines of context above the table."""
+    above = []
+    i = first - 1
+    while i >= 0 and len(above) < 4:
+        ln = layout.lines[i]
+        if layout.lines[min(i + 1, len(layout.lines) - 1)].top - ln.bottom > 40:
+            break
+        above.append(ln.text.strip())
+        i -= 1
+    above.reverse()
+    captions = [t for t in above if not (t.startswith("(") and t.endswith(")")) and len(t) < 160]
+    title = captions[-1] if captions else (above[-1] if above else "")
+    return title, " ".join(above[-4:])
+
+
+def _is_data_line(ln: Line, cols: list[tuple[float, float]]) -> bool:
+    """A line with a non-year number in a value column (the first such line ends the header)."""
+    for s in ln.segments:
+        if s.numeric and s.x0 > cols[0][1] - 1 and not _yearish(s.text):
+            return True
+    return False
+
+
+def _yearish(t: str) -> bool:
+    t = t.strip()
+    return len(t) == 4 and t.isdigit() and t[:2] in ("19", "20")
+
+
+def detect_borderless(layout: Layout) -> list[Grid]:
+    grids = []
+    lines = layout.lines
+    if not lines:
+        return grids
+    left, right = _text_width(layout)
+    full = max(1.0, right - left)
+    for block in _blocks(layout):
+        body = [lines[i] for i in block]
+        cols = _columns(body)
+        if len(cols) < 2:
+            continue
+        n_head = _header_lines(layout, block[0], cols, left, full)
+        first = block[0] - n_head
+        all_lines = lines[first:block[-1] + 1]
+        # header = lines before the first line with a (non-year) number in a value column
+        data_start = next((k for k, ln in enumerate(all_lines) if _is_data_line(ln, cols)), len(all_lines))
+        if data_start >= len(all_lines) - 1 and sum(ln.n_numeric for ln in all_lines) == 0 and len(cols) < 3:
+            continue
+        rows: list[list[str | None]] = []
+        for k, ln in enumerate(all_lines):
+            row: list[str | None] = [None] * len(cols)
+            for s in ln.segments:
+                hits = _assign(s, cols)
+                if k >= data_start and len(hits) > 1:
+                    # a data cell bridging columns: the column holding most of it
+                    hits = [max(hits, key=lambda j: _overlap(s, cols[j]))]
+                    if s.numeric is False and hits[0] != 0 and _overlap(s, cols[0]) > 0:
+                        hits = [0]
+                for j in hits:
+                    row[j] = s.text if row[j] is None else f"{row[j]} {s.text}"
+            rows.append(row)
+        x0 = min(ln.x0 for ln in all_lines)
+        x1 = max(ln.x1 for ln in all_lines)
+        title, context = _caption(layout, first)
+        grids.append(Grid((x0, all_lines[0].top, x1, all_lines[-1].bottom), rows, data_start, title, context,
+                          all_lines))
+    return grids

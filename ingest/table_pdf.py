@@ -1,0 +1,80 @@
+"""Tables of one pdfplumber page: ruled ones from its drawn lines, borderless ones from text alignment.
+
+Where both find the same table the ruled grid wins (its cells are drawn); every table carries its page
+and bounding box in the page's own pdfplumber coordinates (points, origin top-left).
+"""
+from __future__ import annotations
+
+from ingest.parsers import RawTable
+from ingest.table_detect import detect_borderless
+from ingest.table_layout import layout_text, page_layout
+
+
+def _area(b) -> float:
+    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+
+
+def _inter(a, b) -> float:
+    return _area((max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])))
+
+
+def clean_ruled(rows: list[list]) -> list[list]:
+    """pdfplumber's grid: None = covered by the cell to the left (a merged cell). Columns no cell starts in
+    are dropped; a merged header cell is repeated over the columns it spans, a merged data cell is not."""
+    width = max(len(r) for r in rows)
+    rows = [list(r) + [None] * (width - len(r)) for r in rows]
+    keep = [j for j in range(width) if any((r[j] or "").strip() for r in rows)]
+    first_data = next((i for i, r in enumerate(rows)
+                       if any(any(ch.isdigit() for ch in (c or "")) and not _yearish(c) for c in r[1:])), len(rows))
+    out = []
+    for i, r in enumerate(rows):
+        filled, last = [], None
+        for j in range(width):
+            if r[j] is None and i < min(first_data, 4) and last is not None and j > 1:
+                filled.append(last)
+            else:
+                filled.append(r[j] or "")
+                last = r[j] if (r[j] and j > 0) else None
+        out.append([filled[j] for j in keep])
+    return out
+
+
+def _yearish(c) -> bool:
+    t = (c or "").strip()
+    return len(t) == 4 and t.isdigit() and t[:2] in ("19", "20")
+
+
+def _ruled(page, number: int) -> list[RawTable]:
+    if not (page.rects or page.lines):
+        return []
+    out = []
+    for table in page.find_tables():
+        rows = table.extract()
+        if len(rows) < 2 or max(len(r) for r in rows) < 2:
+            continue
+        rows = clean_ruled(rows)
+        if len(rows[0]) < 2:
+            continue
+        top = table.bbox[1]
+        above = (page.crop((0, max(0, top - 60), page.width, top)).extract_text() or "") if top > 1 else ""
+        lines = [ln.strip() for ln in above.splitlines() if ln.strip()]
+        captions = [ln for ln in lines if not (ln.startswith("(") and ln.endswith(")"))]
+        title = (captions or lines or [""])[-1]
+        out.append(RawTable(number, title, rows, context=" ".join(lines[-3:]), bbox=tuple(table.bbox),
+                            source="ruled"))
+    return out
+
+
+def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
+    """(tables on the page, the page's upright text when it was sideways else None)."""
+    layout = page_layout(page)
+    ruled = [] if layout.rotation else _ruled(page, number)
+    found = list(ruled)
+    for grid in detect_borderless(layout):
+        box = layout.to_page(grid.bbox)
+        if any(_inter(box, r.bbox) > 0.4 * min(_area(box), _area(r.bbox)) for r in ruled):
+            continue
+        found.append(RawTable(number, grid.title, grid.rows, context=grid.context, bbox=box,
+                              header_rows=grid.header_rows, source="aligned"))
+    found.sort(key=lambda t: (t.bbox[1], t.bbox[0]) if t.bbox else (0, 0))
+    return found, (layout_text(layout) if layout.rotation else None)
