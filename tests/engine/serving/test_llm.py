@@ -72,3 +72,21 @@ def test_snapshot_fork_equals_fresh_prefill_on_the_real_model(smollm2_llm):
     assert fork_out == fresh
     assert smollm2_llm.drop_snapshot("contract-17") and not smollm2_llm.has_snapshot("contract-17")
     assert smollm2_llm.stats()["kv_blocks_used"] == 0
+
+
+def test_closing_fresh_stream_iterators_cancels_them(smollm2_llm):
+    """#14: closing an iterator before its first next() cancels the request (63 of 63 ran to max_tokens)."""
+    import gc
+
+    before = dict(smollm2_llm.stats()["finished"])
+    streams = [smollm2_llm.stream(PROMPTS[i % 3], SamplingParams(max_tokens=200)) for i in range(20)]
+    for s in streams:
+        s.close()
+    dropped = smollm2_llm.stream(PROMPTS[0], SamplingParams(max_tokens=200))
+    del dropped  # never iterated, never closed: garbage collection cancels it
+    gc.collect()
+    after = smollm2_llm.stats()
+    assert after["finished"].get("cancelled", 0) - before.get("cancelled", 0) == 21
+    assert after["finished"].get("length", 0) == before.get("length", 0)  # none ran to max_tokens
+    assert after["running"] == 0 and after["waiting"] == 0 and after["kv_blocks_used"] == 0
+    assert list(streams[0]) == []
