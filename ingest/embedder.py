@@ -39,7 +39,9 @@ class Embedder:
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], release_pool: bool = True) -> np.ndarray:
+        """Unit-norm embeddings. ``release_pool=False`` keeps this thread's OpenMP pool for the next batch (the
+        ingest thread encodes batch after batch; it calls ``release_thread_pool`` itself when the job ends)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
@@ -49,7 +51,8 @@ class Embedder:
             )
             # request and job threads come and go; an OpenMP pool left on each would slow the engine's
             # loop thread in the same process (engine/openmp.py)
-            release_thread_pool()
+            if release_pool:
+                release_thread_pool()
         return np.asarray(vecs, dtype=np.float32)
 
 

@@ -3,7 +3,8 @@
 A job is its list of files, committed before any work starts; each file's outcome is committed as soon
 as it is known. A crashed or killed run leaves the job 'running' with some items still 'pending';
 calling ``ingest_paths`` again with the same files (or ``run_job(job_id)``) picks that job up and
-continues with the pending items only. Work already committed is never redone: a file whose document
+continues with the pending items only; ``KnowledgeBase.resume_unfinished_jobs()`` (run at service start and
+by ``lexicon ingest --resume``) does so for every open job. Work already committed is never redone: a file whose document
 was committed just before the crash is recognised by its content hash and reported 'unchanged'.
 """
 from __future__ import annotations
@@ -100,6 +101,13 @@ def job_info(engine: sa.Engine, job_id: str) -> JobInfo | None:
         infos = [JobItemInfo(i.seq, i.filename, i.status, i.error, i.doc_id, i.pages, i.chunks, i.tables) for i in items]
         return JobInfo(job.id, job.tenant, job.status, job.total, sum(i.status != "pending" for i in items),
                        sum(i.status == "failed" for i in items), infos, job.created_at, job.finished_at)
+
+
+def open_job_ids(engine: sa.Engine) -> list[str]:
+    """Jobs a crash left pending or running, every tenant, oldest first."""
+    with Session(engine) as s:
+        return list(s.exec(select(Job.id).where(col(Job.status).in_(OPEN_STATUSES))
+                           .order_by(col(Job.created_at))).all())
 
 
 def list_job_ids(engine: sa.Engine, tenant: str) -> list[str]:

@@ -1,7 +1,7 @@
 """KnowledgeBase: the one facade over parsing, SQL metadata, typed tables and hybrid vector search.
 
-One per process (Qdrant local mode is single-process). Thread-safe: ingestion is serialised by a lock,
-searches and SQL reads run concurrently (the Qdrant client and the embedder have their own locks).
+One per process (one process owns the embedded Qdrant Edge shard). Thread-safe: ingestion is serialised by
+a lock, searches and SQL reads run concurrently (the vector store and the embedder have their own locks).
 Every read is filtered by tenant twice: in the Qdrant query and again against the SQL rows.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 from sqlmodel import Session, col, delete, select
@@ -26,7 +27,8 @@ from ingest.types import (
     ColumnInfo, DocumentInfo, DocumentResult, IngestSummary, JobInfo, Passage, ProgressCallback, ProgressEvent,
     SqlResult, TableInfo,
 )
-from ingest.vectors import VectorStore, sparse_query_vector
+from engine.openmp import release_thread_pool
+from ingest.vectors import open_vector_store, sparse_query_vector
 
 
 class KnowledgeBase:
@@ -35,8 +37,9 @@ class KnowledgeBase:
         settings.ensure_dirs()
         self.engine = make_engine(settings.resolved_database_url)
         self.embedder = embedder or shared_embedder(settings.resolved_embedding_model)
-        self.vectors = VectorStore(settings.qdrant_collection, self.embedder.dim, url=settings.qdrant_url,
-                                   path=settings.qdrant_path)
+        # Qdrant Edge under data_dir (an old qdrant-client local store there is migrated once), or a server
+        self.vectors = open_vector_store(settings.qdrant_collection, self.embedder.dim, url=settings.qdrant_url,
+                                         data_dir=settings.data_dir, migrate_from=settings.qdrant_path)
         limits = PipelineLimits(
             max_file_bytes=settings.max_file_mb * 2**20,
             zip=ZipLimits(max_uncompressed_bytes=settings.max_uncompressed_mb * 2**20),
@@ -63,22 +66,35 @@ class KnowledgeBase:
             tenant, total = info.tenant, info.total
             jobs.set_job_status(self.engine, job_id, "running")
             report(ProgressEvent("job_start", job_id, info.done, total))
-            for item in jobs.pending_items(self.engine, job_id):
-                report(ProgressEvent("file_start", job_id, item.seq, total, item.filename))
+            pending = jobs.pending_items(self.engine, job_id)
+            try:
+                # the next files are parsed on a read-ahead thread while this one is embedded and stored
+                prepared = closing(self.pipeline.read_ahead([(Path(i.path), i.filename) for i in pending], tenant))
+                with prepared:
+                    for item, prep in zip(pending, prepared.thing):
+                        report(ProgressEvent("file_start", job_id, item.seq, total, item.filename))
 
-                def on_stage(stage, pages, chunks, embedded, _item=item):
-                    report(ProgressEvent(stage, job_id, _item.seq, total, _item.filename, pages, chunks, embedded))
+                        def on_stage(stage, pages, chunks, embedded, _item=item):
+                            report(ProgressEvent(stage, job_id, _item.seq, total, _item.filename, pages, chunks,
+                                                 embedded))
 
-                result = self.pipeline.ingest(Path(item.path), tenant, item.filename, on_stage)
-                jobs.record_item(self.engine, item.id, result)
-                report(ProgressEvent("file_done", job_id, item.seq, total, item.filename, result.pages,
-                                     result.chunks, result.chunks, result))
+                        result = self.pipeline.finish(prep, on_stage)
+                        jobs.record_item(self.engine, item.id, result)
+                        report(ProgressEvent("file_done", job_id, item.seq, total, item.filename, result.pages,
+                                             result.chunks, result.chunks, result))
+                self.vectors.optimize()  # HNSW for what this job added (see ingest/store_edge.py)
+            finally:
+                release_thread_pool()  # the embedder kept this thread's OpenMP pool between batches
             jobs.set_job_status(self.engine, job_id, "done")
         results = [DocumentResult(i.filename, i.status, i.doc_id, i.error, i.pages, i.chunks, i.tables, i.path)
                    for i in jobs.all_items(self.engine, job_id)]
         summary = IngestSummary(job_id, results, time.perf_counter() - start)
         report(ProgressEvent("job_done", job_id, total, total))
         return summary
+
+    def resume_unfinished_jobs(self, progress: ProgressCallback | None = None) -> list[IngestSummary]:
+        """Finish every job a crash or kill left open (all tenants, oldest first); call once at start."""
+        return [self.run_job(job_id, progress) for job_id in jobs.open_job_ids(self.engine)]
 
     def ingest_paths(self, paths, tenant: str, progress: ProgressCallback | None = None) -> IngestSummary:
         return self.run_job(self.create_job([Path(p) for p in paths], tenant), progress)
@@ -114,11 +130,15 @@ class KnowledgeBase:
             return True
 
     # ---- retrieval -------------------------------------------------------------------------------
-    def search(self, tenant: str, query: str, k: int = 6, doc_ids: list[str] | None = None) -> list[Passage]:
+    def search(self, tenant: str, query: str, k: int = 6, doc_ids: list[str] | None = None,
+               sparse_query: str | None = None, weights: tuple[float, float] | None = None) -> list[Passage]:
+        """Hybrid search: ``query`` embedded (dense) and ``sparse_query`` (default: ``query``) as BM25 terms,
+        fused by RRF with (dense, sparse) ``weights`` (default equal), within the tenant (and ``doc_ids``)."""
         if not query or not query.strip() or k <= 0:
             return []
         dense = self.embedder.encode([query])[0]
-        hits = self.vectors.search(tenant, dense, sparse_query_vector(query), limit=k * 2, doc_ids=doc_ids)
+        sparse = sparse_query_vector(query if sparse_query is None else sparse_query)
+        hits = self.vectors.search(tenant, dense, sparse, limit=k * 2, doc_ids=doc_ids, weights=weights)
         if not hits:
             return []
         with Session(self.engine) as s:

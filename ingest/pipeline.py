@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
 import re
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import sqlalchemy as sa
 from sqlmodel import Session, delete, select
@@ -28,9 +30,11 @@ from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, 
 from ingest.parsers import ParsedDocument, parse_file
 from ingest.tables import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
 from ingest.types import DocumentResult
-from ingest.vectors import VectorPoint, VectorStore, sparse_document_vector
+from ingest.vectors import SparseVec, VectorPoint, VectorStore, sparse_document_vector
 
 log = logging.getLogger(__name__)
+EMBED_BATCH = 64
+READ_AHEAD = 2  # files parsed ahead of the embedder
 ID_NAMESPACE = uuid.UUID("6f1c8e2a-5d0b-4c3e-9a57-1e2f3a4b5c6d")
 
 
@@ -91,49 +95,97 @@ def clean_text(text: str) -> str:
     return UNSTORABLE.sub("\ufffd", text) if UNSTORABLE.search(text) else text
 
 
+@dataclass
+class Prepared:
+    """A file parsed and chunked, not yet embedded or stored (what the read-ahead thread hands over)."""
+    path: Path
+    tenant: str
+    filename: str
+    doc_id: str
+    committed_version: int
+    kind: str = ""
+    digest: str = ""
+    size: int = 0
+    parsed: ParsedDocument | None = None
+    chunks: list[TextChunk] | None = None
+    sparse: list[SparseVec] | None = None
+    tables: list[TypedTable] | None = None
+    result: DocumentResult | None = None  # set when the file needs no further work (unchanged, or failed)
+
+
 class DocumentPipeline:
     def __init__(self, engine: sa.Engine, vectors: VectorStore, embedder: Embedder, limits: PipelineLimits):
         self.engine, self.vectors, self.embedder, self.limits = engine, vectors, embedder, limits
 
     def ingest(self, path: Path, tenant: str, filename: str,
                on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
-        stage = on_stage or (lambda *_: None)
+        return self.finish(self.prepare(path, tenant, filename), on_stage)
+
+    def prepare(self, path: Path, tenant: str, filename: str) -> Prepared:
+        """Everything before the first write: size, hash (unchanged files stop here), parse, chunk, tables,
+        sparse vectors. Pure Python work that runs on the read-ahead thread, beside the embedder."""
         doc_id = document_id(tenant, filename)
-        result = DocumentResult(filename=filename, status="failed", doc_id=doc_id, path=str(path))
         with Session(self.engine) as s:
             existing = s.get(Document, doc_id)
             committed_version = existing.version if existing else 0
             old_hash = existing.content_hash if existing and existing.status == "ingested" else None
+        prep = Prepared(Path(path), tenant, filename, doc_id, committed_version)
         try:
-            check_size(path, self.limits)
-            digest = file_sha256(path)
-            if old_hash and digest == old_hash and committed_version > 0:
-                with Session(self.engine) as s:
-                    doc = s.get(Document, doc_id)
-                    if doc.error:  # an earlier failed update of this file is now moot
-                        doc.error = None
-                        s.add(doc)
-                        s.commit()
-                    return DocumentResult(filename, "unchanged", doc_id, None, doc.pages, doc.n_chunks,
-                                          doc.n_tables, str(path))
-            kind, parsed = read_and_parse(path, self.limits)
-            chunks = chunk_pages(parsed.pages, self.limits.chunk)
-            if not chunks:
+            check_size(prep.path, self.limits)
+            prep.digest = file_sha256(prep.path)
+            if old_hash and prep.digest == old_hash and committed_version > 0:
+                prep.result = DocumentResult(filename, "unchanged", doc_id, None, path=str(path))
+                return prep
+            prep.size = prep.path.stat().st_size
+            prep.kind, prep.parsed = read_and_parse(prep.path, self.limits)
+            prep.chunks = chunk_pages(prep.parsed.pages, self.limits.chunk)
+            if not prep.chunks:
                 raise IngestError("no text could be extracted from the file")
-            tables = [t for t in (build_typed_table(raw) for raw in parsed.tables) if t is not None]
-            stage("parsed", len(parsed.pages), len(chunks), 0)
-            version = committed_version + 1
-            self.vectors.delete_document(tenant, doc_id, keep_version=committed_version or -1)
-            self._index(tenant, doc_id, version, chunks, stage)
-            self._commit(tenant, doc_id, filename, kind, digest, path.stat().st_size, version, parsed, chunks, tables)
-            self.vectors.delete_document(tenant, doc_id, keep_version=version)
-            result = DocumentResult(filename, "ingested", doc_id, None, len(parsed.pages), len(chunks), len(tables),
-                                    str(path), parsed.warnings)
+            prep.tables = [t for t in (build_typed_table(raw) for raw in prep.parsed.tables) if t is not None]
+            prep.sparse = [sparse_document_vector(embedding_text(c)) for c in prep.chunks]
         except IngestError as exc:
-            result.error = str(exc)
+            prep.result = DocumentResult(filename, "failed", doc_id, str(exc), path=str(path))
         except Exception as exc:  # noqa: BLE001 - one bad file must never stop the job
             log.exception("ingesting %s failed", filename)
-            result.error = f"internal error while ingesting: {type(exc).__name__}: {exc}"
+            prep.result = DocumentResult(filename, "failed", doc_id,
+                                         f"internal error while ingesting: {type(exc).__name__}: {exc}", path=str(path))
+        return prep
+
+    def finish(self, prep: Prepared, on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
+        """Embed, write the points, commit the SQL side (or record the failure)."""
+        stage = on_stage or (lambda *_: None)
+        tenant, doc_id, filename, committed_version = prep.tenant, prep.doc_id, prep.filename, prep.committed_version
+        result = prep.result
+        if result is not None and result.status == "unchanged":
+            with Session(self.engine) as s:
+                doc = s.get(Document, doc_id)
+                if doc.error:  # an earlier failed update of this file is now moot
+                    doc.error = None
+                    s.add(doc)
+                    s.commit()
+                return DocumentResult(filename, "unchanged", doc_id, None, doc.pages, doc.n_chunks, doc.n_tables,
+                                      str(prep.path))
+        if result is None and self._committed_version(doc_id) != committed_version:
+            # the same document was committed after this file was read ahead (a name twice in one job)
+            return self.finish(self.prepare(prep.path, tenant, filename), on_stage)
+        if result is None:
+            result = DocumentResult(filename=filename, status="failed", doc_id=doc_id, path=str(prep.path))
+            try:
+                parsed, chunks = prep.parsed, prep.chunks
+                stage("parsed", len(parsed.pages), len(chunks), 0)
+                version = committed_version + 1
+                self.vectors.delete_document(tenant, doc_id, keep_version=committed_version or -1)
+                self._index(tenant, doc_id, version, chunks, prep.sparse, stage)
+                self._commit(tenant, doc_id, filename, prep.kind, prep.digest, prep.size, version, parsed, chunks,
+                             prep.tables)
+                self.vectors.delete_document(tenant, doc_id, keep_version=version)
+                result = DocumentResult(filename, "ingested", doc_id, None, len(parsed.pages), len(chunks),
+                                        len(prep.tables), str(prep.path), parsed.warnings)
+            except IngestError as exc:
+                result.error = str(exc)
+            except Exception as exc:  # noqa: BLE001 - one bad file must never stop the job
+                log.exception("ingesting %s failed", filename)
+                result.error = f"internal error while ingesting: {type(exc).__name__}: {exc}"
         if result.status == "failed":
             self._record_failure(tenant, doc_id, filename, result.error or "unknown error")
             try:  # points of the attempt that failed are invisible anyway; don't let them pile up
@@ -142,13 +194,54 @@ class DocumentPipeline:
                 log.exception("could not remove the points of a failed attempt for %s", filename)
         return result
 
-    def _index(self, tenant: str, doc_id: str, version: int, chunks: list[TextChunk], stage) -> None:
-        batch = 64
+    def _committed_version(self, doc_id: str) -> int:
+        with Session(self.engine) as s:
+            doc = s.get(Document, doc_id)
+            return doc.version if doc else 0
+
+    def read_ahead(self, items: list[tuple[Path, str]], tenant: str, depth: int = READ_AHEAD) -> Iterator[Prepared]:
+        """``prepare`` each (path, filename) on a worker thread, up to ``depth`` files ahead of the consumer,
+        so parsing the next file overlaps embedding this one. Nothing is written before ``finish``: a crash
+        loses only read-ahead work."""
+        q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        stop = threading.Event()
+        end = object()
+
+        def work() -> None:
+            try:
+                for path, name in items:
+                    if stop.is_set():
+                        return
+                    q.put(self.prepare(Path(path), tenant, name))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                q.put(exc)
+            finally:
+                q.put(end)
+
+        worker = threading.Thread(target=work, name="lexicon-read-ahead", daemon=True)
+        worker.start()
+        try:
+            while (got := q.get()) is not end:
+                if isinstance(got, BaseException):
+                    raise got
+                yield got
+        finally:
+            stop.set()
+            while worker.is_alive():  # unblock a worker waiting on a full queue
+                try:
+                    q.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            worker.join()
+
+    def _index(self, tenant: str, doc_id: str, version: int, chunks: list[TextChunk], sparse: list[SparseVec],
+               stage) -> None:
+        batch = EMBED_BATCH
         for s in range(0, len(chunks), batch):
             part = chunks[s:s + batch]
-            dense = self.embedder.encode([embedding_text(c) for c in part])
+            dense = self.embedder.encode([embedding_text(c) for c in part], release_pool=False)
             self.vectors.upsert([
-                VectorPoint(point_id(doc_id, version, c.ord), dense[i], sparse_document_vector(embedding_text(c)),
+                VectorPoint(point_id(doc_id, version, c.ord), dense[i], sparse[s + i],
                             {"tenant": tenant, "doc_id": doc_id, "version": version, "ord": c.ord})
                 for i, c in enumerate(part)
             ])

@@ -151,11 +151,11 @@ def test_store_in_use_by_another_process_gives_a_clear_error(settings, embedder,
 
     from ingest.knowledge_base import KnowledgeBase
 
-    with KnowledgeBase(settings, embedder=embedder):  # holds the local Qdrant folder
+    with KnowledgeBase(settings, embedder=embedder):  # holds the Qdrant Edge shard
         child = textwrap.dedent(f"""
-            from ingest.vectors import VectorStore
+            from ingest.vectors import open_vector_store
             try:
-                VectorStore("chunks", 384, path={str(settings.qdrant_path)!r})
+                open_vector_store("chunks", 384, data_dir={str(settings.data_dir)!r})
             except RuntimeError as exc:
                 print(exc)
         """)
