@@ -65,6 +65,20 @@ def _ruled(page, number: int) -> list[RawTable]:
     return out
 
 
+def _has_data(row) -> bool:
+    return any(any(ch.isdigit() for ch in (c or "")) and not _yearish(c) for c in row[1:])
+
+
+def _prefer_aligned(ruled: RawTable, aligned: RawTable) -> bool:
+    """Shaded rows drawn as rectangles make a poor grid: currency signs in cells of their own, or the
+    column headers left outside the rules while the aligned reading has them."""
+    cells = [str(c).strip() for r in ruled.rows for c in r if c]
+    lone = sum(c in ("$", "€", "£", "%", "¥") for c in cells)
+    headless = (_has_data(ruled.rows[0]) and (aligned.header_rows or 0) > 0
+                and aligned.bbox[1] < ruled.bbox[1] - 2 and aligned.bbox[3] >= ruled.bbox[3] - 2)
+    return lone >= 2 or headless
+
+
 def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
     """(tables on the page, the page's upright text when it was sideways else None)."""
     layout = page_layout(page)
@@ -72,9 +86,13 @@ def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
     found = list(ruled)
     for grid in detect_borderless(layout):
         box = layout.to_page(grid.bbox)
-        if any(_inter(box, r.bbox) > 0.4 * min(_area(box), _area(r.bbox)) for r in ruled):
+        aligned = RawTable(number, grid.title, grid.rows, context=grid.context, bbox=box,
+                           header_rows=grid.header_rows, source="aligned")
+        clash = [r for r in ruled if _inter(box, r.bbox) > 0.4 * min(_area(box), _area(r.bbox))]
+        if clash and all(_prefer_aligned(r, aligned) for r in clash):
+            found = [t for t in found if t not in clash]
+        elif clash:
             continue
-        found.append(RawTable(number, grid.title, grid.rows, context=grid.context, bbox=box,
-                              header_rows=grid.header_rows, source="aligned"))
+        found.append(aligned)
     found.sort(key=lambda t: (t.bbox[1], t.bbox[0]) if t.bbox else (0, 0))
     return found, (layout_text(layout) if layout.rotation else None)

@@ -46,7 +46,7 @@ def check_pdf_readable(path: Path) -> None:
 
 
 def may_hold_table(text: str, n_paths: int = 0) -> bool:
-    """Cheap pre-check: three or more lines with two or more numbers, or ruling lines on the page."""
+    """Cheap pre-check on text alone: three or more lines with two or more numbers, or ruling lines."""
     numeric_lines = 0
     for line in text.splitlines():
         if len(NUM_TOKEN.findall(line)) >= 2:
@@ -54,6 +54,24 @@ def may_hold_table(text: str, n_paths: int = 0) -> bool:
             if numeric_lines >= 3:
                 return True
     return n_paths >= 4
+
+
+def numbers_aligned(textpage, text: str) -> bool:
+    """Numbers aligned in columns: two x-positions where numbers end on three or more lines each (or one
+    on eight), read from pypdfium2's character boxes."""
+    columns: dict[int, set[int]] = {}
+    for m in NUM_TOKEN.finditer(text):
+        token = m.group().strip()
+        if len(token) < 1 or not any(ch.isdigit() for ch in token):
+            continue
+        left, bottom, right, top = textpage.get_charbox(m.end() - 1)
+        columns.setdefault(round(right / 3), set()).add(round(bottom / 2))
+    merged: dict[int, set[int]] = {}
+    for key in sorted(columns):  # neighbouring 3-pt bins are the same column
+        target = key - 1 if key - 1 in merged else key
+        merged.setdefault(target, set()).update(columns[key])
+    counts = sorted((len(v) for v in merged.values()), reverse=True)
+    return (len(counts) >= 2 and counts[1] >= 3) or (bool(counts) and counts[0] >= 8)
 
 
 def _headings(lines: list[str], sizes: list[float]) -> tuple[str, list[tuple[int, int]]]:
@@ -68,8 +86,8 @@ def _headings(lines: list[str], sizes: list[float]) -> tuple[str, list[tuple[int
     return "\n".join(parts), headings
 
 
-def _pdfium_page(page, number: int) -> tuple[Page, int]:
-    """Text and headings of one page; also how many path objects (rules) it draws, up to 8."""
+def _pdfium_page(page, number: int) -> tuple[Page, bool]:
+    """Text and headings of one page, and whether it may hold a table (numbers aligned, or rules)."""
     import pypdfium2.raw as raw
 
     tp = page.get_textpage()
@@ -89,15 +107,16 @@ def _pdfium_page(page, number: int) -> tuple[Page, int]:
                 lines.append(stripped)
                 sizes.append(round(float(size), 1))
             start += len(piece)
+        hint = aligned and numbers_aligned(tp, text) if may_hold_table(text) else False
     finally:
         tp.close()
     paths = 0
     for _ in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2):
         paths += 1
-        if paths >= 8:
+        if paths >= 12:
             break
     body, headings = _headings(lines, sizes)
-    return Page(number, body, headings), paths
+    return Page(number, body, headings), hint or paths >= 12
 
 
 def _plumber_page_text(page, number: int) -> Page:
@@ -121,11 +140,11 @@ def pdf_page_texts(path: Path) -> tuple[list[Page], list[bool]] | None:
             page = doc[i]
             try:
                 page_rotation = page.get_rotation()
-                p, paths = _pdfium_page(page, i + 1)
+                p, hint = _pdfium_page(page, i + 1)
             finally:
                 page.close()
             pages.append(p)
-            hints.append(may_hold_table(p.text, paths) or page_rotation != 0)
+            hints.append(hint or page_rotation != 0)
     except Exception:  # noqa: BLE001
         return None
     finally:
@@ -149,7 +168,7 @@ def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
         with pdfplumber.open(str(path), password="") as pdf:
             if not fast:
                 pages = [_plumber_page_text(pg, n) for n, pg in enumerate(pdf.pages, start=1)]
-                hints = [may_hold_table(p.text, 4) for p in pages]
+                hints = [may_hold_table(p.text) for p in pages]
             for number, page in enumerate(pdf.pages, start=1):
                 if not tables or not hints[number - 1]:
                     continue
