@@ -92,6 +92,33 @@ def bench(name: str = typer.Argument("all", help="engine | memory | ingest | all
     raise typer.Exit(rc)
 
 
+@cli.command("eval")
+def eval_(
+    dataset: Path = typer.Argument(..., help="dataset folder (CUAD, FinanceBench, TAT-QA) or a questions .jsonl"),
+    kind: Optional[str] = typer.Option(None, help="cuad | financebench | tatqa | jsonl (default: detected)"),
+    limit: Optional[int] = typer.Option(None, help="at most N questions"),
+    docs: Optional[int] = typer.Option(None, help="at most N documents (and their questions)"),
+    mode: str = typer.Option("auto", help="auto | rag | bi | long"),
+    retrieval_only: bool = typer.Option(False, "--retrieval-only", help="retrieval metrics only (no LLM)"),
+    out: Optional[Path] = typer.Option(None, help="results JSON (a .journal.jsonl beside it makes reruns resume)"),
+    data_dir: Optional[Path] = typer.Option(None, help="where the cached evaluation index lives (default DATA_DIR/eval)"),
+    names: bool = typer.Option(True, "--names/--no-names", help="CUAD: name the agreement and parties, or ask "
+                               "the bare question restricted to the right contract"),
+    category: Optional[list[str]] = typer.Option(None, help="CUAD categories (repeatable; default the core 14)"),
+    render: str = typer.Option("html", help="TAT-QA documents as html | pdf"),
+) -> None:
+    """Evaluate retrieval and answers on a dataset: recall@k, accuracy, citations, supported precision."""
+    from app.evaluation.command import eval_command
+
+    try:
+        eval_command(get_settings(), dataset, kind=kind, limit=limit, docs=docs, mode=mode,
+                     retrieval_only=retrieval_only, out=out, data_dir=data_dir, names=names,
+                     categories=category or None, render=render)
+    except ValueError as exc:
+        typer.echo(f"lexicon eval: {exc}", err=True)
+        raise typer.Exit(2)
+
+
 def main() -> None:
     cli()
 

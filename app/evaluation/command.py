@@ -1,0 +1,67 @@
+"""``lexicon eval DATASET``: ingest (cached), retrieve, ask, score, print a table, write JSON; resumable."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+from app.evaluation.adapters import load_dataset
+from app.evaluation.fingerprint import ingest_fingerprint, run_fingerprint
+from app.evaluation.journal import Journal, journal_path
+from app.evaluation.metrics import summarize
+from app.evaluation.report import build_rows, print_summary, write_json
+from app.evaluation.runner import RunOptions, document_texts, run, tenant_for
+
+MODES = ("auto", "rag", "long", "bi")
+
+
+def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit: Optional[int] = None,
+                 docs: Optional[int] = None, mode: str = "auto", retrieval_only: bool = False,
+                 out: Optional[Path] = None, data_dir: Optional[Path] = None, names: bool = True,
+                 categories: Optional[list[str]] = None, render: str = "html", k: int = 10,
+                 progress: bool = True, quiet: bool = False) -> dict:
+    """Returns the summary dict (also written to ``out``); raises ValueError for a bad dataset or option."""
+    from app.service import LexiconService
+
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {', '.join(MODES)}")
+    dataset_dir = Path(dataset_dir)
+    if not dataset_dir.exists():
+        raise ValueError(f"{dataset_dir}: no such dataset folder")
+    base = Path(data_dir) if data_dir else settings.data_dir / "eval"
+    dataset = load_dataset(dataset_dir, kind, base / "rendered", max_docs=docs, names=names,
+                           categories=categories, render=render)
+    items = dataset.items[:limit] if limit else dataset.items
+    if not items:
+        raise ValueError(f"{dataset_dir}: no questions to evaluate")
+    if limit:  # ingest only the documents the chosen questions need
+        needed = {i.doc for i in items}
+        dataset.documents = [d for d in dataset.documents if d.name in needed]
+    ifp = ingest_fingerprint(settings, render if dataset.kind == "tatqa" else "")
+    run_settings = settings.model_copy(update={"data_dir": base / f"{dataset.kind}-{ifp}"})
+    opts = RunOptions(mode=mode, retrieval_only=retrieval_only, k=k, limit=limit)
+    fp = run_fingerprint(run_settings, ifp, mode, retrieval_only, k)
+    suffix = ("" if names else "-nonames") + ("-retrieval" if retrieval_only else f"-{mode}")
+    out = Path(out) if out else base / "results" / f"{dataset.kind}-{dataset.name}{suffix}.json"
+    journal = Journal(journal_path(out))
+    service = LexiconService(run_settings)
+    started = time.perf_counter()
+    try:
+        records, state = run(service, dataset, items, journal, fp, opts, progress)
+        rows = build_rows(items, records, document_texts(service, tenant_for(dataset), state))
+    finally:
+        journal.close()
+        service.close()
+    summary = summarize(rows, dataset.kind)
+    summary["documents"] = {"total": len(dataset.documents), "ingested": len(state.doc_ids),
+                            "failed": dict(list(state.failed.items())[:20])}
+    config = {"dataset": str(dataset_dir), "kind": dataset.kind, "name": dataset.name, "mode": mode,
+              "retrieval_only": retrieval_only, "names": names, "k": k, "limit": limit, "docs": docs,
+              "render": render if dataset.kind == "tatqa" else None, "retriever": state.retriever,
+              "index_dir": str(run_settings.data_dir), "fingerprint": fp, "journal": str(journal.path),
+              "seconds": round(time.perf_counter() - started, 1)}
+    write_json(out, config, summary, rows)
+    if not quiet:
+        print_summary(summary, f"lexicon eval {dataset.kind} {dataset.name} ({len(rows)} questions, "
+                               f"{'retrieval only' if retrieval_only else 'mode ' + mode}) -> {out}")
+    return {"config": config, "summary": summary, "out": str(out)}

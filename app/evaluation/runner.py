@@ -1,0 +1,158 @@
+"""Run a dataset through what users get: ingest into the evaluation tenant, retrieve with the agent's own
+``retrieve`` node (top-k), ask ``LexiconService.ask`` (unless retrieval-only), journal raw records."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from app.evaluation.journal import Journal, record_key
+from app.evaluation.text import squash
+from app.evaluation.types import Dataset, EvalItem
+
+TENANT_PREFIX = "eval"
+log = logging.getLogger("lexicon.eval")
+
+
+@dataclass
+class RunOptions:
+    mode: str = "auto"
+    retrieval_only: bool = False
+    k: int = 10
+    limit: Optional[int] = None
+
+
+@dataclass
+class RunState:
+    doc_ids: dict[str, str] = field(default_factory=dict)  # filename -> doc_id
+    hashes: dict[str, str] = field(default_factory=dict)  # filename -> content hash
+    failed: dict[str, str] = field(default_factory=dict)  # filename -> error
+    retriever: str = "agent retrieve node"
+
+
+def tenant_for(dataset: Dataset) -> str:
+    return f"{TENANT_PREFIX}-{dataset.kind}"
+
+
+def ingest(service, dataset: Dataset, tenant: str, progress: bool = True) -> RunState:
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(dataset.documents), desc="ingest", unit="doc", disable=not progress, leave=False)
+
+    def callback(ev) -> None:
+        if ev.stage == "file_done":
+            bar.update(1)
+            bar.set_postfix_str(str(getattr(ev, "filename", ""))[:40])
+
+    summary = service.kb.ingest_paths(dataset.documents, tenant, progress=callback)
+    bar.close()
+    state = RunState()
+    for r in summary.results:
+        if r.status == "failed" or not r.doc_id:
+            state.failed[r.filename] = r.error or "failed"
+    for d in service.kb.list_documents(tenant):
+        if d.status == "ingested":
+            state.doc_ids[d.filename] = d.id
+            state.hashes[d.filename] = d.content_hash
+    return state
+
+
+def make_retriever(service, k: int, state: RunState) -> Callable[[str, str, Optional[list[str]]], list[dict]]:
+    """The agent's ``retrieve`` node with ``retrieval_k = k`` (what the agent reads, not a side path)."""
+    from app.agent.graph import build_graph
+    from app.agent.state import AgentDeps, passage_dict, turn_input
+
+    settings = service.settings.model_copy(update={"retrieval_k": k})
+    node = None
+    try:
+        graph = build_graph(AgentDeps(service.kb, settings, service.chat_model))
+        node = graph.builder.nodes["retrieve"].runnable
+    except Exception as exc:  # the graph changed shape: measure the knowledge base search instead
+        log.warning("no agent retrieve node (%s); using KnowledgeBase.search", exc)
+        state.retriever = "KnowledgeBase.search"
+
+    def retrieve(tenant: str, question: str, doc_ids: Optional[list[str]]) -> list[dict]:
+        if node is not None:
+            out = node.invoke(turn_input(tenant, question, "rag", doc_ids), {"configurable": {}})
+            return list((out or {}).get("passages") or [])[:k]
+        return [passage_dict(p) for p in service.kb.search(tenant, question, k=k, doc_ids=doc_ids)]
+
+    return retrieve
+
+
+def _slim(p: dict) -> dict:
+    return {"doc_id": p.get("doc_id"), "filename": p.get("filename"), "page": p.get("page"),
+            "section": p.get("section"), "text": p.get("text"), "score": p.get("score")}
+
+
+def run_item(service, retrieve, tenant: str, item: EvalItem, state: RunState, opts: RunOptions) -> dict:
+    rec: dict = {"id": item.id, "doc": item.doc, "question": item.question}
+    doc_id = state.doc_ids.get(item.doc)
+    if doc_id is None:
+        rec["error"] = f"document not ingested: {state.failed.get(item.doc, 'missing')}"
+        rec["retrieved"] = []
+        if not opts.retrieval_only:
+            rec["answer"] = {"answer": "", "supported": False, "citations": [], "route": "none"}
+        return rec
+    doc_ids = [doc_id] if item.scoped else None
+    t0 = time.perf_counter()
+    rec["retrieved"] = [_slim(p) for p in retrieve(tenant, item.question, doc_ids)]
+    rec["retrieval_s"] = round(time.perf_counter() - t0, 4)
+    if opts.retrieval_only:
+        return rec
+    t0 = time.perf_counter()
+    try:
+        ans = service.ask(tenant, item.question, mode=opts.mode, doc_ids=doc_ids)
+        rec["answer"] = {"answer": ans.answer, "supported": ans.supported, "route": ans.route, "sql": ans.sql,
+                         "citations": [c.model_dump() if hasattr(c, "model_dump") else dict(c) for c in ans.citations]}
+    except Exception as exc:  # counted as an error and a wrong answer, never hidden
+        rec["error"] = f"{type(exc).__name__}: {exc}"
+        rec["answer"] = {"answer": "", "supported": False, "citations": [], "route": "error"}
+    rec["answer_s"] = round(time.perf_counter() - t0, 4)
+    return rec
+
+
+def run(service, dataset: Dataset, items: list[EvalItem], journal: Journal, fingerprint: str, opts: RunOptions,
+        progress: bool = True) -> tuple[dict[str, dict], RunState]:
+    """-> ({item id: record}, state); records already in the journal under the same key are reused."""
+    from tqdm import tqdm
+
+    tenant = tenant_for(dataset)
+    state = ingest(service, dataset, tenant, progress)
+    retrieve = make_retriever(service, opts.k, state)
+    out: dict[str, dict] = {}
+    todo = []
+    for item in items:
+        key = record_key(item.id, state.hashes.get(item.doc, ""), fingerprint)
+        if key in journal.records:
+            out[item.id] = journal.records[key]
+        else:
+            todo.append((item, key))
+    bar = tqdm(todo, desc="questions", unit="q", disable=not progress)
+    for item, key in bar:
+        rec = run_item(service, retrieve, tenant, item, state, opts)
+        rec["key"] = key
+        journal.append(rec)
+        out[item.id] = rec
+    bar.close()
+    return out, state
+
+
+def document_texts(service, tenant: str, state: RunState) -> dict[str, str]:
+    """filename -> whitespace-squashed text of the ingested document (for verbatim quote checks)."""
+    class Lazy(dict):
+        def __missing__(self, filename: str) -> Optional[str]:
+            doc_id = state.doc_ids.get(filename)
+            if doc_id is None:
+                return None
+            text = squash("".join(p.text for p in service.kb.document_passages(tenant, doc_id)))
+            self[filename] = text
+            return text
+
+        def get(self, key, default=None):
+            value = self[key]
+            return default if value is None else value
+
+    return Lazy()

@@ -1,0 +1,108 @@
+"""Score one question from its raw record (what the retriever and the agent returned).
+
+Records keep raw outputs only, so scoring can change without rerunning the agent. A retrieved passage
+*hits* when it is from the question's document and either overlaps a gold span (``text.overlap`` >= 0.5)
+or, for page-labelled evidence, is on the gold page. A citation is *precise* when its quote occurs verbatim
+(modulo whitespace) in the document text we ingested and overlaps the evidence.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from app.evaluation.dates import dates_in, parse_answer_date
+from app.evaluation.numbers import answer_number, numeric_match
+from app.evaluation.tatqa_metric import tatqa_scores
+from app.evaluation.text import HIT_THRESHOLD, best_overlap, occurs_verbatim, phrase_in, tokens
+from app.evaluation.types import EvalItem
+
+NOT_FOUND = re.compile(r"\b(do(?:es)? not (?:contain|state|say|mention|specify|provide|include)|not (?:found|stated|"
+                       r"specified|mentioned)|no (?:information|relevant)|cannot (?:find|answer|determine)|"
+                       r"unable to (?:find|answer|determine))\b", re.IGNORECASE)
+STOP = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were will "
+                 "with which what how much".split())
+MIN_ANSWER_TOKENS = 4  # shorter answer texts ("Yes", "the Company") cannot show a clause by overlap alone
+
+
+def passage_hits(item: EvalItem, p: dict) -> bool:
+    if p.get("filename") != item.doc or not item.evidence:
+        return False
+    if any(ev.page is not None and p.get("page") == ev.page for ev in item.evidence):
+        return True
+    return best_overlap(p.get("text") or "", [ev.text for ev in item.evidence if ev.text]) >= HIT_THRESHOLD
+
+
+def first_rank(flags: list[bool]) -> Optional[int]:
+    return next((i + 1 for i, f in enumerate(flags) if f), None)
+
+
+def is_not_found(answer: dict) -> bool:
+    text = (answer.get("answer") or "").strip()
+    return not text or bool(NOT_FOUND.search(text))
+
+
+def clause_correct(item: EvalItem, texts: list[str]) -> bool:
+    joined = "\n".join(texts)
+    if item.meta.get("party_spans"):
+        spans = item.meta["party_spans"]
+        return sum(phrase_in(s, joined) for s in spans) >= min(2, len(spans))
+    golds = [ev.text for ev in item.evidence]
+    long_texts = [t for t in texts if len(tokens(t)) >= MIN_ANSWER_TOKENS]
+    if not any(best_overlap(t, golds) >= HIT_THRESHOLD for t in long_texts):
+        return False
+    value = item.meta.get("answer_value") or ""
+    when = parse_answer_date(value)
+    if when is not None:  # a date: required when the gold clause itself states it
+        if any(when in dates_in(g) for g in golds):
+            return when in dates_in(joined)
+        return True
+    if value and any(phrase_in(value.split(",")[0], g) for g in golds):  # "Ontario, Canada": Ontario
+        return phrase_in(value.split(",")[0], joined)
+    return True
+
+
+def text_correct(gold: str, answer: str) -> bool:
+    """Approximate, for free-text gold answers: half of the gold's content words occur in the answer."""
+    g = {t for t in tokens(gold) if t not in STOP}
+    return bool(g) and len(g & set(tokens(answer))) / len(g) >= 0.5
+
+
+def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
+    """-> flat dict of per-question scores (None where a metric does not apply)."""
+    out: dict = {}
+    retrieved = rec.get("retrieved") or []
+    out["rank"] = first_rank([passage_hits(item, p) for p in retrieved]) if item.evidence else None
+    out["doc_rank"] = first_rank([p.get("filename") == item.doc for p in retrieved])
+    answer = rec.get("answer")
+    if answer is None:
+        return out
+    text = answer.get("answer") or ""
+    quotes = [c.get("quote") or "" for c in answer.get("citations") or []]
+    out["supported"] = bool(answer.get("supported"))
+    out["not_found"] = is_not_found(answer)
+    if item.scoring == "clause":
+        out["correct"] = (not out["not_found"]) and clause_correct(item, [text] + quotes)
+    elif item.scoring == "numeric":
+        gold = answer_number(item.answers[0])
+        pred = answer_number(text, gold)
+        out["correct"] = bool(gold and pred and numeric_match(pred, gold, 0.01))
+    elif item.scoring == "tatqa":
+        s = tatqa_scores(text, item.meta.get("answer"), item.meta.get("scale") or "")
+        out.update(s)
+        out["correct"] = bool(s["em"])
+    elif item.answers:
+        out["correct"] = (not out["not_found"]) and text_correct(item.answers[0], text)
+    n_ok = n_verbatim = 0
+    golds = [ev.text for ev in item.evidence if ev.text]
+    for c in answer.get("citations") or []:
+        src = doc_text.get(c.get("filename") or "")
+        verbatim = src is not None and occurs_verbatim(c.get("quote") or "", src)
+        on_evidence = c.get("filename") == item.doc and (
+            any(ev.page is not None and c.get("page") == ev.page for ev in item.evidence)
+            or best_overlap(c.get("quote") or "", golds) >= HIT_THRESHOLD)
+        n_verbatim += verbatim
+        n_ok += verbatim and on_evidence
+    out["citations"] = len(answer.get("citations") or [])
+    out["citations_verbatim"] = n_verbatim
+    out["citations_precise"] = n_ok
+    return out

@@ -1,0 +1,94 @@
+"""TAT-QA-style EM and F1 for a free-text answer against gold spans / a gold number with a scale.
+
+TAT-QA's official script compares a predicted answer (and its scale) with the gold after normalising numbers
+(rounded to 2 decimals, scale applied). Our agent writes a sentence, so the prediction is read from it:
+- numeric gold (arithmetic, count, numeric spans): the number the answer states (after its last '=', else
+  its first non-year number), scale-aware: gold 1,234 with scale thousand matches "1,234 thousand",
+  "1.234 million" and a bare "1,234"; EM needs equality after rounding to 2 decimals, ``em_tol`` allows 1%.
+- text gold (span, multi-span): EM when every gold span occurs in the answer and the answer is not much
+  longer than the gold (at most 2x its tokens + 3); F1 is the bag-of-tokens F1 (multi-span: gold spans
+  aligned greedily to the answer's comma/semicolon/"and" parts), as in the official script.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from app.evaluation.numbers import Number, answer_number, close, numeric_match, parse_number
+from app.evaluation.text import phrase_in, tokens
+
+SCALE_VALUE = {"": 1.0, "thousand": 1e3, "million": 1e6, "billion": 1e9, "percent": 1.0}
+SPLIT = re.compile(r"\s*(?:;|,(?!\d{3})|\n)\s*|\s+and\s+")
+
+
+def gold_number(answer, scale: str):
+    """The gold answer as a Number (scale applied) or None when it is not numeric."""
+    if isinstance(answer, list):
+        if len(answer) != 1:
+            return None
+        answer = answer[0]
+    if isinstance(answer, (int, float)):
+        text = str(answer)
+    else:
+        text = str(answer).strip()
+        if not re.fullmatch(r"[\s$(\-\u2212]*[\d,]*\.?\d+\s*\)?\s*%?", text):
+            return None
+    n = parse_number(text)
+    if n is None:
+        return None
+    s = (scale or "").lower()
+    return Number(n.value, SCALE_VALUE.get(s, 1.0), n.percent or s == "percent", s not in ("", "percent"), text)
+
+
+def _f1(pred: list[str], gold: list[str]) -> float:
+    common = sum((Counter(pred) & Counter(gold)).values())
+    if not common:
+        return 0.0
+    p, r = common / len(pred), common / len(gold)
+    return 2 * p * r / (p + r)
+
+
+def span_scores(prediction: str, golds: list[str]) -> tuple[float, float]:
+    ptoks = tokens(prediction)
+    gold_toks = [tokens(g) for g in golds if tokens(g)]
+    if not gold_toks or not ptoks:
+        return 0.0, 0.0
+    total = sum(len(g) for g in gold_toks)
+    em = float(all(phrase_in(g, prediction) for g in golds if tokens(g)) and len(ptoks) <= 2 * total + 3)
+    if len(gold_toks) == 1:
+        return em, _f1(ptoks, gold_toks[0])
+    parts = [tokens(p) for p in SPLIT.split(prediction) if tokens(p)]
+    used, scores = set(), []
+    for g in gold_toks:
+        best, best_i = 0.0, None
+        for i, p in enumerate(parts):
+            if i not in used and _f1(p, g) > best:
+                best, best_i = _f1(p, g), i
+        if best_i is not None:
+            used.add(best_i)
+        scores.append(best)
+    f1 = sum(scores) / max(len(gold_toks), len(parts))
+    return em, f1
+
+
+def tatqa_scores(prediction: str, answer, scale: str, tol: float = 0.01) -> dict:
+    """{"em", "f1", "em_tol"} for one question."""
+    gold = gold_number(answer, scale)
+    if gold is not None:
+        pred = answer_number(prediction, gold)
+        if pred is None:
+            return {"em": 0.0, "f1": 0.0, "em_tol": 0.0}
+        exact = numeric_match(pred, gold, tol=0.0) or _rounded_equal(pred, gold)
+        return {"em": float(exact), "f1": float(exact), "em_tol": float(exact or numeric_match(pred, gold, tol))}
+    golds = answer if isinstance(answer, list) else [str(answer)]
+    em, f1 = span_scores(prediction, [str(g) for g in golds])
+    return {"em": em, "f1": f1, "em_tol": em}
+
+
+def _rounded_equal(pred: Number, gold: Number) -> bool:
+    """Official-style: equal after rounding to 2 decimals at the gold's scale."""
+    for value in {pred.scaled / gold.scale, pred.value} if not pred.stated_scale else {pred.scaled / gold.scale}:
+        for g in (gold.value,):
+            if round(value, 2) == round(g, 2) or (pred.percent != gold.percent and close(value * 100, g, 1e-4)):
+                return True
+    return False

@@ -1,0 +1,60 @@
+"""Matching rules of ``lexicon eval``: numbers with scales, TAT-QA EM/F1, evidence overlap, dates."""
+from __future__ import annotations
+
+from datetime import date
+
+from app.evaluation.dates import dates_in, parse_answer_date
+from app.evaluation.numbers import answer_number, numeric_match, parse_number
+from app.evaluation.tatqa_metric import tatqa_scores
+from app.evaluation.text import occurs_verbatim, overlap, squash
+
+
+def test_numbers_scale_aware_with_tolerance():
+    gold = parse_number("$1,577.00 million")
+    assert gold.scaled == 1_577e6
+    assert numeric_match(parse_number("1.577 billion"), gold)
+    assert numeric_match(parse_number("1,577"), gold)  # a bare figure read at the gold's scale
+    assert numeric_match(parse_number("1,590 million"), gold)  # within 1%
+    assert not numeric_match(parse_number("1,600 million"), gold)  # 1.5% off
+    assert numeric_match(parse_number("0.2426"), parse_number("24.26%"))
+    assert parse_number("(1,234)").value == -1234
+
+
+def test_answer_number_skips_years_and_takes_the_result():
+    assert answer_number("In 2019 sales were 1,496.5 (in millions)").value == 1496.5
+    assert answer_number("(25.37 - 27.19) = -1.82").value == -1.82
+    assert answer_number("It was 2019.", gold=parse_number("2018")).value == 2019
+
+
+def test_tatqa_em_f1():
+    assert tatqa_scores("Total sales in 2019 were $1,496.5 million.", ["$1,496.5"], "million")["em"] == 1
+    assert tatqa_scores("1.4965 billion", ["$1,496.5"], "million")["em"] == 1
+    near = tatqa_scores("The change is 293.61", 293.6, "million")
+    assert near["em"] == 0 and near["em_tol"] == 1
+    assert tatqa_scores("The change is 310", 293.6, "million")["em_tol"] == 0
+    multi = tatqa_scores("fixed-price type, cost-plus type and time-and-material type",
+                         ["fixed-price type", "cost-plus type", "time-and-material type"], "")
+    assert multi["em"] == 1 and multi["f1"] == 1
+    span = tatqa_scores("our allowable incurred costs plus a profit",
+                        ["our allowable incurred costs plus a profit which can be fixed or variable"], "")
+    assert span["em"] == 0 and 0.5 < span["f1"] < 1
+
+
+def test_overlap_is_robust_to_layout_but_not_to_topic():
+    gold = "This Agreement shall be governed by the laws of the State of New York."
+    chunk = "12.3 Governing Law. This Agree-\nment shall be governed by the laws of the\nState of New York. 12.4 Notices."
+    assert overlap(chunk.replace("Agree-\nment", "Agreement"), gold) == 1.0
+    assert overlap("This Agreement may be assigned by either party with the consent of the other.", gold) < 0.5
+    assert overlap("New York", gold) == 1.0 and overlap("New Jersey", gold) == 0.0
+
+
+def test_verbatim_modulo_whitespace():
+    src = squash("The Supplier’s liability shall not exceed\n  the fees paid.")
+    assert occurs_verbatim("liability shall not exceed the fees", src)
+    assert not occurs_verbatim("liability shall never exceed the fees", src)
+
+
+def test_dates():
+    assert parse_answer_date("4/13/12") == date(2012, 4, 13)
+    assert date(2012, 4, 13) in dates_in("made as of the 13th day of April, 2012")
+    assert date(2012, 4, 13) in dates_in("dated April 13, 2012")
