@@ -47,6 +47,7 @@ def answer_block(rows: list[dict]) -> dict:
         "not_found_rate": _mean(r["not_found"] for r in answered),
         "citation_precision": round(sum(r.get("citations_precise") or 0 for r in answered) / cites, 4) if cites else None,
         "citation_verbatim": round(sum(r.get("citations_verbatim") or 0 for r in answered) / cites, 4) if cites else None,
+        "other_doc_rate": _mean(r.get("other_doc") for r in answered),  # cites a document the question is not about
         "errors": sum(1 for r in answered if r.get("error")),
         "latency_p50_s": percentile([r.get("answer_s") for r in answered], 0.5),
         "latency_p95_s": percentile([r.get("answer_s") for r in answered], 0.95),

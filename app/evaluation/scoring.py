@@ -102,6 +102,7 @@ def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
             or best_overlap(c.get("quote") or "", golds) >= HIT_THRESHOLD)
         n_verbatim += verbatim
         n_ok += verbatim and on_evidence
+    out["other_doc"] = any(c.get("filename") != item.doc for c in answer.get("citations") or [])
     out["citations"] = len(answer.get("citations") or [])
     out["citations_verbatim"] = n_verbatim
     out["citations_precise"] = n_ok
