@@ -44,6 +44,7 @@ class EngineConfig:
     max_waiting: int = 64
     n_snapshot_slots: int = 4
     memory_fraction: float = 0.9  # of the device's memory, on CUDA
+    kernels: str = "auto"  # engine.kernels.select_ops: Triton on CUDA, the torch paths on CPU
 
 
 @dataclass
@@ -77,7 +78,7 @@ class LLMEngine:
                            device=str(self.model.device), memory_fraction=config.memory_fraction)
         self.pools = pools
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
-                                  config.kv_dtype)
+                                  config.kv_dtype, config.kernels)
         blocks = BlockManager(pools.num_kv_blocks, config.block_size)
         self.scheduler = Scheduler(
             SchedulerConfig(config.max_num_seqs, config.chunk_tokens, config.max_waiting, config.max_model_len),

@@ -20,8 +20,11 @@ from engine.state_pool import StatePool
 
 class ModelRunner:
     def __init__(self, model: HybridLM, num_kv_blocks: int, block_size: int, num_state_slots: int,
-                 kv_dtype: str = "bfloat16"):
+                 kv_dtype: str = "bfloat16", kernels: str = "auto"):
+        from engine.kernels import select_ops
         self.model = model
+        self.ops = select_ops(model.device, kernels)  # once per device: the model and the context keep it
+        model.use_ops(self.ops)
         cfg = model.config
         attn = [b.attention for b in cfg.blocks if b.kind == "attention"]
         if len({(a.num_kv_heads, a.head_dim) for a in attn}) > 1:
@@ -29,7 +32,7 @@ class ModelRunner:
         n_kv, hd = (attn[0].num_kv_heads, attn[0].head_dim) if attn else (1, 1)
         self.kv = KVPool(len(attn), num_kv_blocks, block_size, n_kv, hd, kv_torch_dtype(kv_dtype), model.device)
         self.states = StatePool(num_state_slots, model.mamba_state_shapes(), model.dtype, str(model.device))
-        self.ctx = PagedContext(self.kv, self.states)
+        self.ctx = PagedContext(self.kv, self.states, self.ops)
         self.has_mamba = bool(cfg.layer_indices("mamba"))
 
     @torch.inference_mode()

@@ -108,9 +108,12 @@ class KVPool:
 
 
 class PagedContext:
-    def __init__(self, kv: KVPool, states: StatePool):
-        self.kv, self.states = kv, states
+    def __init__(self, kv: KVPool, states: StatePool, ops=None):
+        from engine.kernels import DEFAULT
+        self.kv, self.states, self.ops = kv, states, ops or DEFAULT
         self.spans: list[SeqSpan] = []
+        self.block_tables: Optional[torch.Tensor] = None  # [B, max_blocks] int32 on the device (batched decode)
+        self.seq_lens: Optional[torch.Tensor] = None
 
     def prepare(self, spans: list[SeqSpan], block_tables: list[list[int]], slots: list[int]) -> "PagedContext":
         bs, dev = self.kv.block_size, self.kv.k[0].device if self.kv.k else "cpu"
@@ -128,6 +131,17 @@ class PagedContext:
             else:
                 self.read.append((used[:, None] * bs + torch.arange(bs)).flatten()[:n].to(dev))
         self.write_idx = torch.tensor(write, dtype=torch.long, device=dev)
+        if self._decode and self.ops.decode_attention is not None:  # one kernel call per layer for the batch
+            lens = [s.past_len + 1 for s in spans]
+            width = max(-(-n // bs) for n in lens)
+            bt = torch.zeros(len(spans), width, dtype=torch.int32)
+            for i, (n, table) in enumerate(zip(lens, block_tables)):
+                used = -(-n // bs)
+                bt[i, :used] = torch.tensor(table[:used], dtype=torch.int32)
+            self.block_tables, self.seq_lens, self.max_len = bt.to(dev), torch.tensor(lens, dtype=torch.int32,
+                                                                                        device=dev), max(lens)
+        else:
+            self.block_tables = self.seq_lens = None
         return self
 
     @property
@@ -146,6 +160,10 @@ class PagedContext:
         else:
             kc.index_copy_(1, self.write_idx, k.to(store).transpose(0, 1))
             vc.index_copy_(1, self.write_idx, v.to(store).transpose(0, 1))
+
+        if self.block_tables is not None and sliding_window is None:
+            return self.ops.decode_attention(q, kc, vc, self.block_tables, self.seq_lens, scale, bs,
+                                             ks if fp8 else None, vs if fp8 else None, max_len=self.max_len)
 
         def past(pool: torch.Tensor, r: Read) -> torch.Tensor:  # -> token-major [n, KV, hd]
             if fp8:
@@ -176,6 +194,10 @@ class PagedContext:
         slot = self.slots[seq]
         self.states.conv[mamba_idx][slot].copy_(conv)
         self.states.ssm[mamba_idx][slot].copy_(ssm)
+
+    def ssm_pool(self, mamba_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the layer's whole SSM state pool [slots, H, P, N], this step's slot ids): for in-place updates."""
+        return self.states.ssm[mamba_idx], self.slot_tensor
 
     def mamba_state_batch(self, mamba_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
         return (self.states.conv[mamba_idx].index_select(0, self.slot_tensor),

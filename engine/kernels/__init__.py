@@ -1,0 +1,67 @@
+"""GPU kernels (Triton), each beside the torch reference it must equal, and the one place that picks them.
+
+``select_ops(device, prefer)`` runs once when a model is loaded into an engine (``ModelRunner``): the model's
+Mamba layers and the paged context get the chosen functions, so no layer asks "which device?" per call.
+- ``"auto"``: Triton on CUDA when triton imports, else the torch paths (the CPU engine keeps its SDPA /
+  blockwise attention and gathered ``ssd_step``: nothing changes on a CPU);
+- ``"triton"``: the Triton kernels anywhere (on CPU tensors only under ``TRITON_INTERPRET=1``: tests);
+- ``"torch"``: the references, batched the same way as the kernels.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+
+@dataclass(frozen=True)
+class Ops:
+    name: str  # "default" (the engine's own torch paths), "torch" (kernel references), "triton"
+    decode_attention: Optional[Callable] = None  # paged_decode_attention_* contract; None: per-sequence SDPA
+    mamba_step: Optional[Callable] = None  # mamba_multi_step_* contract; None: gather + ssd_step + scatter
+    dot_dtype: Optional[torch.dtype] = None  # tl.dot operand dtype (None: q's half dtype, else fp32)
+
+
+DEFAULT = Ops("default")
+
+
+def triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def torch_ops() -> Ops:
+    from engine.kernels.decode_attention import paged_decode_attention_torch
+    from engine.kernels.mamba_step import mamba_multi_step_torch
+    return Ops("torch", paged_decode_attention_torch, mamba_multi_step_torch)
+
+
+def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
+    from functools import partial
+
+    from engine.kernels.decode_attention import paged_decode_attention_triton
+    from engine.kernels.mamba_step import mamba_multi_step_triton
+    return Ops("triton", partial(paged_decode_attention_triton, dot_dtype=dot_dtype), mamba_multi_step_triton,
+               dot_dtype)
+
+
+def select_ops(device, prefer: str = "auto", dot_dtype: Optional[torch.dtype] = None) -> Ops:
+    dev = torch.device(device)
+    if prefer == "auto":
+        return triton_ops(dot_dtype) if dev.type == "cuda" and triton_available() else DEFAULT
+    if prefer == "default":
+        return DEFAULT
+    if prefer == "torch":
+        return torch_ops()
+    if prefer == "triton":
+        if dev.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise ValueError("Triton kernels on a CPU need TRITON_INTERPRET=1 (the interpreter; for tests)")
+        if not triton_available():
+            raise ValueError("kernels='triton' but triton is not installed")
+        return triton_ops(dot_dtype)
+    raise ValueError(f"unknown kernels {prefer!r}: auto | default | torch | triton")

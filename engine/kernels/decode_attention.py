@@ -21,7 +21,8 @@ import torch
 def paged_decode_attention_torch(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                                  block_tables: torch.Tensor, seq_lens: torch.Tensor, scale: float,
                                  block_size: int, k_scale: Optional[torch.Tensor] = None,
-                                 v_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+                                 v_scale: Optional[torch.Tensor] = None, max_len: Optional[int] = None
+                                 ) -> torch.Tensor:
     """q [B, H, D]; caches [KV, S, D]; block_tables [B, max_blocks] int; seq_lens [B] (keys incl. this token)
     -> [B, H, D] in q's dtype. Plain fp32 softmax per sequence over its gathered (dequantized) keys."""
     B, H, D = q.shape

@@ -29,6 +29,7 @@ class Mamba2Mixer(nn.Module):
         self.D = nn.Parameter(torch.ones(H), requires_grad=False)
         self.norm = GatedRMSNorm(d_inner, d_inner // spec.n_groups, eps)
         self.out_proj = Linear(d_inner, hidden_size, bias=spec.use_bias)
+        self.ssm_update = None  # an in-place multi-token state update (engine.kernels), set once at engine start
 
     def state_shapes(self) -> tuple[tuple[int, int], tuple[int, int, int]]:
         s = self.spec
@@ -47,7 +48,16 @@ class Mamba2Mixer(nn.Module):
         gate, xbc, dt_raw = self.in_proj(x).split([s.d_inner, s.conv_dim, H], dim=-1)
         dt = self._dt(dt_raw)
         A = -torch.exp(self.A_log.float())
-        if ctx.is_decode:
+        if ctx.is_decode and self.ssm_update is not None and hasattr(ctx, "ssm_pool"):
+            conv_pool, slots = ctx.states.conv[self.mamba_idx], ctx.slot_tensor
+            conv_state = conv_pool.index_select(0, slots)
+            xbc, conv_state = causal_conv1d_step(xbc, conv_state, self.conv_weight, self.conv_bias)
+            conv_pool.index_copy_(0, slots, conv_state.to(conv_pool.dtype))
+            xs, B, C = F.silu(xbc).split([s.d_inner, G * N, G * N], dim=-1)
+            ssm, slots = ctx.ssm_pool(self.mamba_idx)  # updated in place: no gather / scatter of the state
+            y = self.ssm_update(ssm, slots, xs.view(-1, 1, H, P), dt[:, None], A, B.view(-1, 1, G, N),
+                                C.view(-1, 1, G, N), self.D)[:, 0]
+        elif ctx.is_decode:
             conv_state, ssm_state = ctx.mamba_state_batch(self.mamba_idx)
             xbc, conv_state = causal_conv1d_step(xbc, conv_state, self.conv_weight, self.conv_bias)
             xbc = F.silu(xbc)

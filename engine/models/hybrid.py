@@ -108,6 +108,11 @@ class HybridLM(nn.Module):
             return self._tied_head(hidden).float()
         return F.linear(hidden, self.embed.weight).float()
 
+    def use_ops(self, ops) -> None:
+        """Pick the kernels once (engine.kernels.select_ops): every Mamba layer's decode state update."""
+        for m in self.mamba_layers():
+            m.ssm_update = ops.mamba_step
+
     def pack_cpu(self, kind: str = "onednn") -> int:
         """CPU models: move every projection (and the LM head) to packed GEMMs (``Linear.pack_cpu``):
         ``"onednn"`` keeps the weights' dtype exactly, ``"fp16"`` rounds fp32 weights to fp16. Routed experts
