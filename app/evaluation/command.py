@@ -54,6 +54,7 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
         service.close()
     summary = summarize(rows, dataset.kind)
     summary["documents"] = {"total": len(dataset.documents), "ingested": len(state.doc_ids),
+                            "in_index": state.in_index,
                             "failed": dict(list(state.failed.items())[:20])}
     config = {"dataset": str(dataset_dir), "kind": dataset.kind, "name": dataset.name, "mode": mode,
               "retrieval_only": retrieval_only, "names": names, "k": k, "limit": limit, "docs": docs,

@@ -30,6 +30,7 @@ class RunState:
     hashes: dict[str, str] = field(default_factory=dict)  # filename -> content hash
     failed: dict[str, str] = field(default_factory=dict)  # filename -> error
     retriever: str = "agent retrieve node"
+    in_index: int = 0  # documents of the tenant (earlier runs with more --docs leave more distractors)
 
 
 def tenant_for(dataset: Dataset) -> str:
@@ -53,6 +54,7 @@ def ingest(service, dataset: Dataset, tenant: str, progress: bool = True) -> Run
         if r.status == "failed" or not r.doc_id:
             state.failed[r.filename] = r.error or "failed"
     for d in service.kb.list_documents(tenant):
+        state.in_index += 1
         if d.status == "ingested":
             state.doc_ids[d.filename] = d.id
             state.hashes[d.filename] = d.content_hash
