@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -22,6 +24,7 @@ class RunOptions:
     retrieval_only: bool = False
     k: int = 10
     limit: Optional[int] = None
+    workers: int = 1  # questions in flight at once (the engine batches them; latencies then include queueing)
 
 
 @dataclass
@@ -132,12 +135,24 @@ def run(service, dataset: Dataset, items: list[EvalItem], journal: Journal, fing
             out[item.id] = journal.records[key]
         else:
             todo.append((item, key))
-    bar = tqdm(todo, desc="questions", unit="q", disable=not progress)
-    for item, key in bar:
+    bar = tqdm(total=len(todo), desc="questions", unit="q", disable=not progress)
+    lock = threading.Lock()
+
+    def one(pair) -> None:
+        item, key = pair
         rec = run_item(service, retrieve, tenant, item, state, opts)
         rec["key"] = key
-        journal.append(rec)
-        out[item.id] = rec
+        with lock:
+            journal.append(rec)
+            out[item.id] = rec
+            bar.update(1)
+
+    if opts.workers > 1:
+        with ThreadPoolExecutor(opts.workers, thread_name_prefix="lexicon-eval") as pool:
+            list(pool.map(one, todo))
+    else:
+        for pair in todo:
+            one(pair)
     bar.close()
     return out, state
 
