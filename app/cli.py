@@ -27,13 +27,14 @@ def serve(
 
 @cli.command()
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="files or folders to ingest"),
+    paths: Optional[list[Path]] = typer.Argument(None, help="files or folders to ingest"),
     tenant: str = typer.Option("demo", help="tenant that owns the documents"),
+    resume: bool = typer.Option(False, "--resume", help="first finish every ingest job a crash left open"),
 ) -> None:
     """Ingest documents (PDF, DOCX, HTML, TXT/Markdown, XLSX/CSV) with a progress bar and a summary."""
     from ingest.cli_command import ingest_command
 
-    raise typer.Exit(ingest_command(get_settings(), paths, tenant))
+    raise typer.Exit(ingest_command(get_settings(), paths or [], tenant, resume=resume))
 
 
 @cli.command()

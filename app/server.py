@@ -45,6 +45,7 @@ def create_app(settings, service=None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app):
+        service.resume_ingest_jobs()  # ingest jobs a crash or kill left open
         yield
         if own:
             service.close()

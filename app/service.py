@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import queue
 import re
+import shutil
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +65,20 @@ class LexiconService:
         self.graph = build_graph(AgentDeps(self.kb, settings, self.chat_model), self.checkpointer)
         self._ingest_pool = ThreadPoolExecutor(1, thread_name_prefix="lexicon-ingest")  # the KB serialises writes
         self._closed = False
+
+    def resume_ingest_jobs(self) -> None:
+        """Queue every ingest job a crash or kill left open, ahead of new uploads (the server calls this once at
+        start; not done in __init__ because Ray batch workers build services on the same stores)."""
+        self._ingest_pool.submit(self._resume_ingest_jobs).add_done_callback(_log_failure)
+
+    def _resume_ingest_jobs(self) -> None:
+        uploads_root = (self.settings.data_dir / "uploads").resolve()
+        for summary in self.kb.resume_unfinished_jobs():
+            for r in summary.results:  # a resumed upload's original goes as after a normal upload
+                path = Path(r.path).resolve()
+                keep = getattr(self.settings, "keep_uploads", False) and r.status != "failed"
+                if uploads_root in path.parents and not keep:
+                    shutil.rmtree(path.parent, ignore_errors=True)
 
     # ---- model ----------------------------------------------------------------------------------
     def chat_model(self):

@@ -3,7 +3,7 @@
 Every field can be set by an environment variable with the prefix ``LEXICON_`` (for example
 ``LEXICON_DATA_DIR=/srv/lexicon``, ``LEXICON_DATABASE_URL=postgresql+psycopg://127.0.0.1:5432/test``).
 Nested dicts such as ``api_keys`` take JSON: ``LEXICON_API_KEYS='{"key-a": "tenant-a"}'``.
-The defaults are embedded: SQLite and a local Qdrant store under ``data_dir`` and the models that ship
+The defaults are embedded: SQLite and Qdrant Edge (in-process) under ``data_dir`` and the models that ship
 inside PyPI packages, so nothing is fetched from a model hub at run time.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Settings(BaseSettings):
 
     # Stores: empty means the embedded default under data_dir.
     database_url: str = ""  # SQLModel metadata; e.g. postgresql+psycopg://127.0.0.1:5432/test
-    qdrant_url: str = ""  # a Qdrant server; empty = local store at data_dir/qdrant (one process only)
+    qdrant_url: str = ""  # a Qdrant server; empty = Qdrant Edge in-process under data_dir/qdrant_edge
     qdrant_collection: str = "chunks"
     checkpoint_url: str = ""  # LangGraph checkpointer; empty = SQLite at data_dir/threads.db
 
@@ -83,6 +83,7 @@ class Settings(BaseSettings):
 
     @property
     def qdrant_path(self) -> Path:
+        """qdrant-client's old local store (migrated into Edge on first start)."""
         return self.data_dir / "qdrant"
 
     @property
