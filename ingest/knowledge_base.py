@@ -22,6 +22,7 @@ from ingest.models import Chunk, Document, DocumentVersion, TableEntry
 from ingest.pipeline import DocumentPipeline, PipelineLimits
 from ingest.sql_guard import run_readonly
 from ingest.store import make_engine
+from ingest.table_catalogue import table_info
 from ingest.tables import drop_sql_table
 from ingest.types import (
     ColumnInfo, DocumentInfo, DocumentResult, IngestSummary, JobInfo, Passage, ProgressCallback, ProgressEvent,
@@ -168,9 +169,7 @@ class KnowledgeBase:
             rows = s.exec(select(TableEntry, Document).where(TableEntry.tenant == tenant,
                                                              Document.id == TableEntry.doc_id)
                           .order_by(Document.filename, TableEntry.page, TableEntry.sql_name)).all()
-        return [TableInfo(t.sql_name, t.doc_id, d.filename, t.page, t.title,
-                          [ColumnInfo(c["name"], c["sql_type"], c.get("unit", ""), c.get("label", ""))
-                           for c in json.loads(t.columns_json)], t.n_rows, t.unit) for t, d in rows]
+        return [table_info(t, d.filename) for t, d in rows]
 
     def run_sql(self, tenant: str, sql: str) -> SqlResult:
         with Session(self.engine) as s:

@@ -73,8 +73,9 @@ class TableEntry(SQLModel, table=True):
     page: int
     title: str = ""
     unit: str = ""  # table-level unit such as "USD thousands"
-    columns_json: str  # [{"name", "label", "sql_type", "unit"}]
+    columns_json: str  # [{"name", "label", "sql_type", "unit", "role", "period", ...}]
     n_rows: int = 0
+    meta_json: Optional[str] = None  # section, statement, scale, currency, bbox, rows (ingest.table_catalogue)
 
 
 class Job(SQLModel, table=True):

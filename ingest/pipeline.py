@@ -293,7 +293,7 @@ class DocumentPipeline:
 def _catalogue_entry(name: str, tenant: str, doc_id: str, version: int, table: TypedTable) -> TableEntry:
     return TableEntry(sql_name=name, tenant=tenant, doc_id=doc_id, version=version, page=table.page,
                       title=table.title[:500], unit=table.unit, columns_json=table.columns_json(),
-                      n_rows=len(table.rows))
+                      n_rows=len(table.rows), meta_json=table.meta_json())
 
 
 def embedding_text(chunk: TextChunk) -> str:

@@ -35,4 +35,7 @@ def make_engine(url: str) -> sa.Engine:
     else:
         engine = sa.create_engine(url, pool_pre_ping=True)
     SQLModel.metadata.create_all(engine, tables=MODEL_TABLES)
+    from ingest.table_catalogue import add_meta_column
+
+    add_meta_column(engine)
     return engine

@@ -58,7 +58,7 @@ def _blocks(layout: Layout) -> list[list[int]]:
             cur.extend(pending)
             pending = []
             cur.append(i)
-        elif cur and len(ln.segments) == 1 and (ln.x1 - ln.x0) < 0.6 * full and len(pending) < 3:
+        elif cur and len(ln.segments) == 1 and (ln.x1 - ln.x0) < 0.6 * full and len(pending) < 5:
             pending.append(i)  # a section row or wrapped label, kept if a table line follows
         elif cur:
             blocks.append(cur)

@@ -79,6 +79,21 @@ def _prefer_aligned(ruled: RawTable, aligned: RawTable) -> bool:
     return lone >= 2 or headless
 
 
+def _join_continuations(tables: list[RawTable]) -> list[RawTable]:
+    """An aligned table without headers right under another of the same columns continues it."""
+    out: list[RawTable] = []
+    for t in tables:
+        prev = out[-1] if out else None
+        if (prev is not None and t.source == prev.source == "aligned" and not t.header_rows
+                and len(t.rows[0]) == len(prev.rows[0]) and 0 <= t.bbox[1] - prev.bbox[3] < 60
+                and min(t.bbox[2], prev.bbox[2]) - max(t.bbox[0], prev.bbox[0]) > 0.7 * (t.bbox[2] - t.bbox[0])):
+            prev.rows = prev.rows + t.rows
+            prev.bbox = (min(prev.bbox[0], t.bbox[0]), prev.bbox[1], max(prev.bbox[2], t.bbox[2]), t.bbox[3])
+            continue
+        out.append(t)
+    return out
+
+
 def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
     """(tables on the page, the page's upright text when it was sideways else None)."""
     layout = page_layout(page)
@@ -95,4 +110,4 @@ def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
             continue
         found.append(aligned)
     found.sort(key=lambda t: (t.bbox[1], t.bbox[0]) if t.bbox else (0, 0))
-    return found, (layout_text(layout) if layout.rotation else None)
+    return _join_continuations(found), (layout_text(layout) if layout.rotation else None)

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from ingest.parsers import Cell, RawTable
+from ingest.table_grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
+from ingest.table_periods import parse_period
+from ingest.table_rows import RowMeta, classify_statement, find_scale, row_meta
 
 DASHES = {"-", "—", "–", "−", "--", "n/a", "na", "n.a.", "nm", "*"}
 NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")
@@ -70,6 +73,14 @@ class ColumnSpec:
     label: str
     sql_type: str  # REAL | TEXT
     unit: str = ""
+    role: str = "value"  # label | value | text
+    period: str = ""
+    period_end: str = ""
+    period_months: int = 0
+    fiscal_year: int = 0
+    fiscal_quarter: int = 0
+    scale: str = ""
+    currency: str = ""
 
 
 @dataclass
@@ -79,9 +90,33 @@ class TypedTable:
     unit: str
     columns: list[ColumnSpec]
     rows: list[list[float | str | None]] = field(default_factory=list)
+    section: str = ""
+    statement: str = ""
+    scale: str = ""
+    currency: str = ""
+    bbox: tuple[float, float, float, float] | None = None
+    row_meta: list[RowMeta] = field(default_factory=list)  # one per row when the table has row labels
+
+    @property
+    def label_column(self) -> str:
+        return next((c.name for c in self.columns if c.role == "label"), "")
+
+    @property
+    def periods(self) -> list[str]:
+        return list(dict.fromkeys(c.period for c in self.columns if c.period))
 
     def columns_json(self) -> str:
         return json.dumps([c.__dict__ for c in self.columns])
+
+    def meta_json(self) -> str:
+        """The catalogue fields beyond the columns (lx_tables.meta_json; docs/contracts.md "Table catalogue")."""
+        return json.dumps({
+            "section": self.section, "statement": self.statement, "scale": self.scale, "currency": self.currency,
+            "bbox": [round(x, 1) for x in self.bbox] if self.bbox else None, "label_column": self.label_column,
+            "periods": self.periods,
+            "rows": [{"row_num": i + 1, "label": m.label, "parent": m.parent, "is_total": m.is_total,
+                      "unit": m.unit, "scale": m.scale} for i, m in enumerate(self.row_meta)],
+        })
 
 
 def identifier(label: str, fallback: str) -> str:
@@ -90,87 +125,193 @@ def identifier(label: str, fallback: str) -> str:
         return fallback
     if s[0].isdigit():
         s = ("y" if re.fullmatch(r"(19|20)\d\d", s) else "c_") + s
-    return s[:48]
+    return s[:48].rstrip("_")
+
+
+def period_slug(key: str) -> str:
+    """y2021, fy2019, q4_2024, as_of_2023_06_30, m6_to_2023_06_30."""
+    slug = re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
+    if re.fullmatch(r"\d{4}", key):
+        return f"y{key}"
+    if key.startswith(("FY", "Q")):
+        return slug
+    m = re.fullmatch(r"(\d+)M (.+)", key)
+    if m:
+        return "m" + m.group(1) + "_to_" + re.sub(r"[^0-9]+", "_", m.group(2))
+    return "as_of_" + slug
+
+
+RESERVED = {"row_num", "section", "is_total"}
+CAPTION = re.compile(r"\b(in\s+(thousands|millions|billions)|except\s+per|unaudited|statements?\s+of|balance\s+sheets?|"
+                     r"consolidated|dollars|amounts)\b|^\(.*\)$", re.I)
 
 
 def _is_text(cell: Cell) -> bool:
     return cell not in (None, "") and parse_number(cell) is None
 
 
-def _is_year(cell: Cell) -> bool:
-    return bool(re.fullmatch(r"(FY\s?)?(19|20)\d\d[A-Z]?", str(cell).strip())) if cell not in (None, "") else False
-
-
 def _header_like(row: list[Cell]) -> bool:
-    filled = [c for c in row if c not in (None, "")]
-    return bool(filled) and all(_is_text(c) or _is_year(c) for c in filled)
+    filled = [c for c in row if not blank(c)]
+    return bool(filled) and all(_is_text(c) or periodish(c) for c in filled)
 
 
 def _clean(cell: Cell) -> Cell:
     if isinstance(cell, str):
-        return " ".join(cell.split())
+        return "\n".join(" ".join(part.split()) for part in cell.split("\n")).strip()
     return cell
 
 
-def build_typed_table(raw: RawTable) -> TypedTable | None:
-    """Header rows, typed columns and units for one raw table; None if it has no data rows."""
-    rows = [[_clean(c) for c in r] for r in raw.rows if any(c not in (None, "") for c in r)]
-    if len(rows) < 2:
-        return None
-    width = max(len(r) for r in rows)
-    rows = [r + [None] * (width - len(r)) for r in rows]
-    title, notes = raw.title, [raw.title, raw.context]
-    # a lone text cell spanning the first row is a title ("Income statement (in thousands)")
-    while len(rows) > 2 and sum(c not in (None, "") for c in rows[0]) == 1 and width > 1 and _is_text(rows[0][0]):
+def _is_number(x) -> bool:
+    return parse_number(x) is not None and not blank(x)
+
+
+def _title_rows(rows, notes):
+    title = ""
+    width = len(rows[0])
+    n = 0
+    while len(rows) > 2 and sum(not blank(c) for c in rows[0]) == 1 and width > 1 and _is_text(rows[0][0]):
         notes.append(str(rows[0][0]))
         title = title or str(rows[0][0])
         rows = rows[1:]
-    header_rows = []
-    has_numbers = any(parse_number(c) is not None and c not in (None, "") for r in rows[1:] for c in r[1:])
-    # several header rows only above numeric data ("Year ended" / "2024 2023"); a text table has one
-    while len(rows) > 1 and _header_like(rows[0]) and len(header_rows) < (3 if has_numbers else 1):
-        header_rows.append(rows.pop(0))
+        n += 1
+    return rows, title, n
+
+
+def _merge_labels(header_rows: list[list[Cell]], width: int) -> list[str]:
     labels = []
     for j in range(width):
-        parts = [str(h[j]) for h in header_rows if h[j] not in (None, "")]
+        parts: list[str] = []
+        for h in header_rows:
+            if not blank(h[j]) and (not parts or parts[-1] != str(h[j]).strip()):
+                parts.append(str(h[j]).strip())
         labels.append(" ".join(parts))
-    notes.extend(labels)
-    scale_match = SCALE.search(" ".join(str(n) for n in notes if n))
-    scale = scale_match.group(1).lower() if scale_match else ""
-    note_text = " ".join(str(n) for n in notes if n)
+    return labels
+
+
+def _caption_periods(labels: list[str], value_cols: list[int], notes: str) -> dict[int, str]:
+    """Headers left outside the table (a ruled grid under its printed header): years in the caption, in
+    order, one per value column, and "Three Months Ended ..." groups spread over them."""
+    years = re.findall(r"(?<![\d,.$])((?:19|20)\d\d)(?![\d,])", notes)
+    if not value_cols or len(years) < len(value_cols):
+        return {}
+    years = years[-len(value_cols):]
+    groups = re.findall(r"((?:three|six|nine|twelve)\s+months|years?|quarters?|(?:13|26|39|52)\s+weeks)\s+ended\s+"
+                        r"([A-Z][a-z]+\.?\s+\d{1,2})", notes, re.I)
+    out = {}
+    per = len(value_cols) // len(groups) if groups and len(value_cols) % len(groups) == 0 else 0
+    for k, j in enumerate(value_cols):
+        group = f"{groups[k // per][0]} ended {groups[k // per][1]}, " if per else ""
+        out[j] = f"{group}{years[k]}"
+    return out
+
+
+def build_typed_table(raw: RawTable) -> TypedTable | None:
+    """The one normaliser for tables of every source: header rows merged, typed columns with their period,
+    unit and scale, row labels with their section and totals. None if the table has no data rows."""
+    rows = [[_clean(c) for c in r] for r in raw.rows if any(not blank(c) for c in r)]
+    if len(rows) < 2:
+        return None
+    rows = split_merged_rows(rows, _is_number)
+    rows, sym_currency = drop_empty_columns(rows)
+    if not rows or not rows[0]:
+        return None
+    notes = [raw.title, raw.context]
+    rows, title, n_title = _title_rows(rows, notes)
+    title = raw.title or title
+    width = len(rows[0])
+    has_numbers = any(_is_number(c) for r in rows[1:] for c in r[1:])
+    if raw.header_rows:
+        n_head = max(0, min(raw.header_rows - n_title, len(rows) - 1))
+    else:
+        n_head = 0
+        while n_head < len(rows) - 1 and _header_like(rows[n_head]) and n_head < (4 if has_numbers else 1):
+            n_head += 1
+    while n_head > 0 and not any(not blank(c) for c in rows[n_head - 1][1:]) \
+            and not CAPTION.search(str(rows[n_head - 1][0] or "")):
+        n_head -= 1  # "Assets" / "Current assets:" above the first numbers are section rows, not headers
+    rows = fold_columns(rows, n_head)
+    width = len(rows[0])
+    labels = _merge_labels(rows[:n_head], width)
+    if labels and (CAPTION.search(labels[0]) or len(labels[0].split()) > 4):
+        notes.append(labels[0])  # a caption over the row labels is no column name
+        labels[0] = ""
+    body = rows[n_head:]
+    if not body:
+        return None
+    note_text = " ".join(str(n) for n in notes + labels if n)
+    scale = find_scale(note_text)
     header_currency = next((code for sym, code in CURRENCIES.items() if sym != "$" and sym in note_text), "")
-    header_currency = header_currency or ("USD" if USD_WORDS.search(note_text) else "")
-    columns, used = [], set()
+    header_currency = header_currency or ("USD" if USD_WORDS.search(note_text) else "") or sym_currency
+    numeric = []
     for j in range(width):
-        cells = [r[j] for r in rows]
-        filled = [c for c in cells if c not in (None, "")]
+        filled = [c for c in (r[j] for r in body) if not blank(c)]
         parsed = [parse_number(c) for c in filled]
-        numeric = bool(filled) and all(p is not None for p in parsed)
-        unit = ""
-        if numeric:
-            if any(p.percent for p in parsed) or "%" in labels[j]:
+        good = [p for p in parsed if p is not None]
+        numeric.append(bool(good) and any(p.value is not None for p in good)
+                       and (len(good) == len(filled) or (j > 0 and len(good) >= 0.8 * len(filled) and len(good) >= 4)))
+    label_col = 0 if not numeric[0] else None
+    value_cols = [j for j in range(width) if numeric[j]]
+    period_context = " ".join(str(n) for n in notes if n)
+    periods = {j: parse_period(labels[j], period_context) for j in value_cols}
+    if not any(periods.values()):
+        for j, header in _caption_periods(labels, value_cols, period_context).items():
+            periods[j] = parse_period(header, period_context)
+            labels[j] = labels[j] or header
+    # rows: wrapped labels joined, section rows as parents, totals, per-share rows
+    has_values = [any(not blank(r[j]) for j in range(width) if j != label_col) for r in body]
+    metas: list[RowMeta] = []
+    if label_col is not None:
+        merged_body, merged_values = [], []
+        for i, r in enumerate(body):
+            prev_open = merged_body and not merged_values[-1] and merged_body[-1][0]
+            if prev_open and ((isinstance(r[0], str) and r[0][:1].islower()) or (blank(r[0]) and has_values[i])):
+                r = [f"{merged_body[-1][0]} {r[0] or ''}".strip()] + r[1:]
+                merged_body.pop()
+                merged_values.pop()
+            merged_body.append(r)
+            merged_values.append(has_values[i])
+        body, has_values = merged_body, merged_values
+        metas, kept = row_meta([str(r[0] or "") for r in body], has_values, scale, note_text)
+        body = [body[i] for i in kept]
+    columns, used = [], set(RESERVED)
+    for j in range(width):
+        cells = [r[j] for r in body]
+        parsed = [parse_number(c) for c in cells if not blank(c)]
+        unit, currency = "", ""
+        per = periods.get(j)
+        if numeric[j]:
+            if any(p and p.percent for p in parsed) or "%" in labels[j]:
                 unit = "%"
             else:
-                currency = next((p.currency for p in parsed if p.currency), "") or header_currency
+                currency = next((p.currency for p in parsed if p and p.currency), "") or header_currency
                 unit = " ".join(x for x in (currency, scale) if x)
-        name = identifier(labels[j], "item" if j == 0 else f"col_{j + 1}")
-        base, n = name, 2
-        while name in used or name == "row_num":
+        # short headers name their column ("2024" -> y2024, "FY 2024" -> fy_2024); long ones by their period
+        base = identifier(labels[j], "") if labels[j] and len(labels[j]) <= (24 if per else 40) else ""
+        base = base or (period_slug(per.key) if per and numeric[j] else "")
+        base = base or identifier(labels[j], "") or ("item" if j == label_col else f"col_{j + 1}")
+        name, n = base, 2
+        while name in used:
             name, n = f"{base}_{n}", n + 1
         used.add(name)
-        columns.append(ColumnSpec(name, labels[j], "REAL" if numeric else "TEXT", unit))
+        role = "label" if j == label_col else ("value" if numeric[j] else "text")
+        columns.append(ColumnSpec(
+            name, labels[j], "REAL" if numeric[j] else "TEXT", unit, role,
+            per.key if per else "", per.end if per else "", per.months if per else 0, per.year if per else 0,
+            per.quarter if per else 0, scale if numeric[j] and unit != "%" else "", currency))
     typed_rows = []
-    for r in rows:
+    for r in body:
         out = []
         for j, c in enumerate(r):
             if columns[j].sql_type == "REAL":
                 p = parse_number(c)
                 out.append(p.value if p else None)
             else:
-                out.append(None if c in (None, "") else str(c))
+                out.append(None if blank(c) else str(c))
         typed_rows.append(out)
     table_unit = " ".join(x for x in (header_currency, scale) if x)
-    return TypedTable(title or "table", raw.page, table_unit, columns, typed_rows)
+    statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas])
+    return TypedTable(title or "table", raw.page, table_unit, columns, typed_rows, section=str(raw.context or "")[:300],
+                      statement=statement, scale=scale, currency=header_currency, bbox=raw.bbox, row_meta=metas)
 
 
 def sql_table_name(title: str, doc_id: str, version: int, index: int) -> str:
@@ -183,11 +324,15 @@ def create_sql_table(conn: sa.Connection, name: str, table: TypedTable) -> None:
     md = sa.MetaData()
     cols = [sa.Column("row_num", sa.Integer, primary_key=True)]
     cols += [sa.Column(c.name, sa.Float if c.sql_type == "REAL" else sa.Text) for c in table.columns]
+    cols += [sa.Column("section", sa.Text), sa.Column("is_total", sa.Integer)]
     t = sa.Table(name, md, *cols)
     t.create(conn)
+    metas = table.row_meta if len(table.row_meta) == len(table.rows) else [None] * len(table.rows)
     if table.rows:
         conn.execute(t.insert(), [
-            {"row_num": i + 1, **{c.name: v for c, v in zip(table.columns, row)}} for i, row in enumerate(table.rows)
+            {"row_num": i + 1, **{c.name: v for c, v in zip(table.columns, row)},
+             "section": (m.parent or None) if m else None, "is_total": int(m.is_total) if m else 0}
+            for i, (row, m) in enumerate(zip(table.rows, metas))
         ])
 
 

@@ -1,0 +1,113 @@
+"""What the rows of a statement mean: section rows as parents, totals, per-share and share-count rows,
+the scale from the caption ("in millions, except per share data") and the kind of statement.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SCALE_WORDS = {"thousand": "thousands", "thousands": "thousands", "million": "millions", "millions": "millions",
+               "billion": "billions", "billions": "billions", "000s": "thousands", "000's": "thousands",
+               "000": "thousands", "mn": "millions", "bn": "billions", "mm": "millions"}
+SCALE = re.compile(
+    r"(?:\bin\s+(?:u\.?s\.?\s+|usd\s+|us\$\s*|\$\s*|€\s*|eur\s+|£\s*)?|\(\s*(?:u\.?s\.?\s*|usd\s*|us\$\s*|\$\s*|€\s*|£\s*)?"
+    r"(?:dollars\s+|euros?\s+)?(?:in\s+)?|amounts?\s+in\s+|expressed\s+in\s+|\$\s*|usd\s+|€\s*|eur\s+)"
+    r"(thousands?|millions?|billions?|000'?s|000|mn|bn|mm)\b", re.I)
+EXCEPT_PER_SHARE = re.compile(r"except\s+(?:for\s+)?(?:share\s+(?:and|&)\s+)?per[\s-]+share", re.I)
+EXCEPT_SHARES = re.compile(r"except\s+(?:for\s+)?(?:number\s+of\s+)?shares?\b(?!\s+data\b|\s+amounts?\b)|"
+                           r"except\s+(?:for\s+)?share\s+(?:and|&)\s+per[\s-]+share|except\s+share\s+data", re.I)
+PER_SHARE = re.compile(r"per\s+(?:common\s+|ordinary\s+|diluted\s+|basic\s+)?share|\bEPS\b|per\s+ADS|per\s+unit", re.I)
+EPS_LINE = re.compile(r"^(basic|diluted|basic and diluted)\b", re.I)
+SHARES = re.compile(r"weighted[\s-]+average\s+(number\s+of\s+)?(common\s+|ordinary\s+)?(shares|units)|shares\s+outstanding|"
+                    r"number\s+of\s+(common\s+|ordinary\s+)?shares|shares\s+used|average\s+shares|share\s+count|"
+                    r"^(basic|diluted)\s+shares", re.I)
+TOTAL = re.compile(
+    r"^(total|sub-?total|net\s+(income|loss|earnings|\(loss\)|revenues?|sales|cash|increase|decrease|\(decrease\)"
+    r"|change)|gross\s+(profit|margin)|operating\s+(income|loss|profit)|income\s+(before|from\s+operations)|"
+    r"(loss|earnings)\s+before|comprehensive\s+income|ebitda|cash\s+and\s+cash\s+equivalents,?\s+end)", re.I)
+STATEMENTS = [
+    ("cash_flow", re.compile(r"cash\s+flows?", re.I), re.compile(r"operating activities|investing activities", re.I)),
+    ("balance_sheet", re.compile(r"balance\s+sheets?|financial\s+(position|condition)", re.I),
+     re.compile(r"^total (current )?assets|^total liabilities", re.I)),
+    ("equity", re.compile(r"(stockholders|shareholders|shareowners)['’]?\s+equity|changes\s+in\s+equity", re.I), None),
+    ("income_statement", re.compile(
+        r"statements?\s+of\s+(consolidated\s+)?(operations|income|earnings|comprehensive\s+(income|loss))|"
+        r"income\s+statements?|profit\s+(and|&)\s+loss|results\s+of\s+operations", re.I),
+     re.compile(r"^(net (income|earnings|loss)|(total )?(net )?(revenues?|sales)|gross profit|operating income)",
+                re.I)),
+]
+
+
+@dataclass
+class RowMeta:
+    label: str
+    parent: str = ""
+    is_total: bool = False
+    unit: str = ""  # per-row override: "USD per share", "shares", "%"
+    scale: str = ""  # per-row scale (None of the table's for per-share rows)
+
+
+def find_scale(text: str) -> str:
+    m = SCALE.search(text or "")
+    if not m:
+        return ""
+    return SCALE_WORDS.get(m.group(1).lower().rstrip("s") + ("s" if m.group(1).lower().endswith("s") else ""),
+                           SCALE_WORDS.get(m.group(1).lower(), ""))
+
+
+def classify_statement(title: str, context: str, labels: list[str]) -> str:
+    text = f"{title} {context}"
+    for kind, title_rx, _ in STATEMENTS:
+        if title_rx.search(text) and not re.search(r"\bnotes?\s+to\b", title, re.I):
+            return kind
+    for kind, _, row_rx in STATEMENTS:
+        if row_rx is not None and sum(bool(row_rx.search(lb)) for lb in labels) >= 2:
+            return kind
+    return ""
+
+
+def _key_words(label: str) -> set[str]:
+    words = re.findall(r"[a-z]+", label.lower())
+    return {w for w in words if w not in {"total", "and", "of", "the", "net", "s"}}
+
+
+def row_meta(labels: list[str], has_values: list[bool], scale: str, notes: str) -> tuple[list[RowMeta], list[int]]:
+    """(meta for every kept row, indexes of the rows kept). Section rows (a label, no values, followed by
+    rows) are not kept: they become the parent of the rows below until a total closes them."""
+    except_sh = bool(EXCEPT_SHARES.search(notes))
+    stack: list[str] = []
+    metas, kept = [], []
+    for i, (label, filled) in enumerate(zip(labels, has_values)):
+        label = label.strip()
+        if label and not filled and i + 1 < len(labels):
+            section = label.rstrip(":").strip()
+            if stack and not _is_outer(stack[-1]):
+                stack.pop()  # a sibling of the open inner section
+            stack.append(section)
+            continue
+        parent = stack[-1] if stack else ""
+        is_total = bool(TOTAL.match(label))
+        if stack and label and _key_words(label) and _key_words(label) == _key_words(stack[-1]):
+            is_total = True  # "Other comprehensive income" under "Other comprehensive income:" sums it
+        unit, row_scale = "", scale
+        context = f"{parent} {label}"
+        if PER_SHARE.search(context) or (EPS_LINE.match(label) and PER_SHARE.search(parent)):
+            unit, row_scale = "per share", ""  # per-share amounts are never in thousands or millions
+        elif SHARES.search(label) or (EPS_LINE.match(label) and SHARES.search(parent)):
+            unit, row_scale = "shares", ("" if except_sh else scale)
+        metas.append(RowMeta(label, parent, is_total, unit, row_scale))
+        kept.append(i)
+        if is_total and stack and _closes(label, stack[-1]):
+            stack.pop()
+    return metas, kept
+
+
+def _is_outer(section: str) -> bool:
+    """Upper-case or one-word headings ("ASSETS", "Liabilities and equity") enclose the sections below."""
+    return section.isupper() or bool(re.fullmatch(r"(assets|liabilities.*|.*equity|operating activities)", section,
+                                                  re.I))
+
+
+def _closes(total_label: str, section: str) -> bool:
+    tw, sw = _key_words(total_label), _key_words(section)
+    return bool(sw) and len(tw & sw) >= max(1, len(sw) // 2)
