@@ -29,16 +29,21 @@ def ask_command(settings, question: str, tenant: str = "demo", mode: str = "auto
             else:
                 final = event["answer"]
         console.print()
-        if final["route"] == "bi" or not final["answer"]:
-            console.print(final["answer"], markup=False)
-        if final.get("sql"):
-            console.print(f"[dim]SQL:[/dim] {final['sql']}", markup=False)
-        if not final["supported"]:
-            console.print("[yellow]The documents do not support an answer.[/yellow]")
-        for i, c in enumerate(final["citations"], 1):
-            console.print(f"[{i}] {c['filename']}, page {c.get('page')}: \u201c{c['quote']}\u201d", markup=False)
-        console.print(f"[dim]route {final['route']} · thread {final['thread_id']}[/dim]")
+        print_final(console, final)
         return 0
     finally:
         if own:
             service.close()
+
+
+def print_final(console, final: dict) -> None:
+    """The answer's SQL, support note, citations and route (the text itself was streamed before)."""
+    if final["route"] == "bi" or not final["answer"]:
+        console.print(final["answer"], markup=False)
+    if final.get("sql"):
+        console.print(f"[dim]SQL:[/dim] {final['sql']}", markup=False)
+    if not final["supported"]:
+        console.print("[yellow]The documents do not support an answer.[/yellow]")
+    for i, c in enumerate(final["citations"], 1):
+        console.print(f"[{i}] {c['filename']}, page {c.get('page')}: \u201c{c['quote']}\u201d", markup=False)
+    console.print(f"[dim]route {final['route']} · thread {final['thread_id']}[/dim]")

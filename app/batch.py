@@ -1,22 +1,30 @@
-"""Batch document analysis: every question of a YAML checklist asked of every document.
+"""``lexicon batch``: every question of a YAML checklist asked of every document of a folder.
 
 ``lexicon batch --docs DIR --questions FILE.yaml --out results.jsonl|.xlsx`` ingests the folder (unchanged
 files are skipped by content hash), then asks each (document, question) pair restricted to that document,
-with a progress bar. One row per pair: document, question id, question, answer, supported, citations.
-Resumable: each row is appended and fsynced as soon as it is known, and a rerun skips the pairs already in
-the output (for .xlsx a ``.partial.jsonl`` journal next to it plays that role; the workbook is written at
-the end). In-process by default; on Ray when ``settings.ray_address`` is set.
+with a progress bar. The job lives in the database (``app.batch_store``): each answer is committed as soon as
+it is known, so a rerun of the same command (same folder and output) continues where a killed run stopped,
+and recomputes only the rows whose document changed (rows are keyed on the document's content hash).
+A question that fails is recorded on its row and the job goes on. The output is written once, atomically,
+at the end (a formatted workbook for ``.xlsx``); nothing else is left next to it. In-process by default; on
+Ray when ``settings.ray_address`` is set (``app.batch_ray``). With a server running, ``app.cli`` sends the job
+to its REST API instead (``app.remote``).
 """
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import threading
-import uuid
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable
 
 import yaml
+
+from app import batch_store as store
+from app.batch_runner import run_job
+from app.batch_xlsx import write_atomic, xlsx_bytes
+from app.schemas import MAX_QUESTION_CHARS
+
+OUT_SUFFIXES = (".jsonl", ".xlsx")
 
 
 def load_questions(path: Path) -> list[dict]:
@@ -35,197 +43,100 @@ def load_questions(path: Path) -> list[dict]:
         qid = str(item.get("id") or f"q{i}")
         if qid in seen:
             raise ValueError(f"{path}: duplicate question id {qid!r}")
+        text = str(item["question"]).strip()
+        if len(text) > MAX_QUESTION_CHARS:
+            raise ValueError(f"{path}: question {qid!r} is {len(text):,} characters long; the limit is "
+                             f"{MAX_QUESTION_CHARS:,} (as for `lexicon ask` and /api/ask)")
         seen.add(qid)
-        out.append({"id": qid, "question": str(item["question"]).strip(), "mode": item.get("mode", "rag")})
+        out.append({"id": qid, "question": text, "mode": item.get("mode", "rag")})
     return out
 
 
-def journal_path(out: Path) -> Path:
-    return out if out.suffix == ".jsonl" else out.with_name(out.name + ".partial.jsonl")
+def job_key(docs: Path, out: Path) -> str:
+    """The same folder into the same output file is the same job (a rerun resumes or refreshes it)."""
+    return "cli:" + hashlib.sha256(f"{Path(docs).resolve()}\x00{Path(out).resolve()}".encode()).hexdigest()[:40]
 
 
-def read_rows(journal: Path) -> list[dict]:
-    """Rows already written; a torn last line (killed mid-write) is dropped and rewritten by the rerun."""
-    if not journal.exists():
-        return []
-    rows = []
-    for line in journal.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+def write_output(out: Path, job: dict) -> None:
+    rows = job["rows"]
+    if out.suffix == ".xlsx":
+        write_atomic(out, xlsx_bytes(rows, job))
+    else:
+        write_atomic(out, "".join(json.dumps(r) + "\n" for r in rows).encode())
 
 
-def row_key(row: dict) -> tuple[str, str]:
-    return row["document"], row["question_id"]
-
-
-def answer_row(service, tenant: str, doc: dict, q: dict) -> dict:
-    a = service.ask(tenant, q["question"], mode=q.get("mode", "rag"), doc_ids=[doc["id"]])
-    return {"document": doc["filename"], "doc_id": doc["id"], "question_id": q["id"], "question": q["question"],
-            "answer": a.answer, "supported": a.supported, "route": a.route,
-            "citations": [c.model_dump() for c in a.citations]}
-
-
-def run_pairs(service, tenant: str, docs: list[dict], questions: list[dict], done: set,
-              on_row: Callable[[dict], None]) -> int:
-    n = 0
-    for doc in docs:
-        for q in questions:
-            if (doc["filename"], q["id"]) in done:
-                continue
-            on_row(answer_row(service, tenant, doc, q))
-            n += 1
-    return n
-
-
-class Journal:
-    """Append-only JSONL; every row is flushed and fsynced before the next pair starts."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        rows = read_rows(path)
-        with open(path, "w") as f:  # rewrite without a torn tail
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
-        self.rows = rows
-        self.lock = threading.Lock()
-
-    def append(self, row: dict) -> None:
-        with self.lock, open(self.path, "a") as f:
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            self.rows.append(row)
-
-
-def write_xlsx(path: Path, rows: list[dict]) -> None:
-    import openpyxl
-
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "results"
-    ws.append(["document", "question_id", "question", "answer", "supported", "citations"])
-    for r in rows:
-        cites = "\n".join(f"{c['filename']} p.{c.get('page')}: {c['quote']}" for c in r["citations"])
-        ws.append([r["document"], r["question_id"], r["question"], r["answer"], r["supported"], cites])
-    tmp = path.with_name(path.name + ".tmp")
-    wb.save(tmp)
-    os.replace(tmp, path)
-
-
-def _ray_rows(settings, tenant: str, docs: list[dict], questions: list[dict], done: set) -> Iterable[dict]:
-    """One Ray task per document; each worker builds its own service against the shared stores."""
+def check_args(docs: Path, questions: Path, out: Path) -> tuple[list[dict] | None, str | None]:
+    """(questions, None) or (None, the message to print)."""
+    if Path(out).suffix not in OUT_SUFFIXES:
+        return None, f"--out must end in .jsonl or .xlsx, got {Path(out).name}"
+    if not Path(docs).is_dir():
+        return None, f"--docs {docs} is not a folder"
     try:
-        import ray
-    except ImportError as exc:
-        raise RuntimeError("settings.ray_address is set but ray is not installed: pip install 'lexicon-rag[ray]'") from exc
-    if not settings.qdrant_url or not settings.database_url:
-        raise RuntimeError("batch on Ray needs shared stores: set LEXICON_QDRANT_URL and LEXICON_DATABASE_URL")
-    ray.init(address=settings.ray_address, ignore_reinit_error=True)
-
-    @ray.remote
-    def one_document(settings_json: str, doc: dict, todo: list[dict]) -> list[dict]:
-        from app.service import LexiconService
-        from app.settings import Settings
-        svc = LexiconService(Settings.model_validate_json(settings_json))
-        try:
-            return [answer_row(svc, tenant, doc, q) for q in todo]
-        finally:
-            svc.close()
-
-    futures = [one_document.remote(settings.model_dump_json(), d, [q for q in questions if (d["filename"], q["id"]) not in done])
-               for d in docs]
-    for rows in ray.get(futures):
-        yield from rows
+        return load_questions(questions), None
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return None, str(exc)
 
 
-def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str = "demo",
-                  service=None) -> int:
-    from rich.console import Console
+def progress_bar(console):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console)
+
+
+def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str = "demo", service=None) -> int:
+    """Run the batch in this process (``service`` given, or one opened here). Returns the exit code."""
+    from rich.console import Console
 
     console = Console()
     out = Path(out)
-    if out.suffix not in (".jsonl", ".xlsx"):
-        console.print(f"[red]--out must end in .jsonl or .xlsx, got {out.name}[/red]")
-        return 2
-    if not Path(docs).is_dir():
-        console.print(f"[red]--docs {docs} is not a folder[/red]")
-        return 2
-    try:
-        qs = load_questions(questions)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        console.print(f"[red]{exc}[/red]")
+    qs, problem = check_args(docs, questions, out)
+    if problem:
+        console.print(f"[red]{problem}[/red]", markup=True, highlight=False)
         return 2
     from app.service import LexiconService
     own = service is None
     service = service or LexiconService(settings)
     try:
         job = service.ingest_paths(tenant, [Path(docs)])
-        doc_ids = {d["doc_id"] for d in job["documents"] if d.get("doc_id") and d["status"] != "failed"}
-        documents = [d for d in service.documents(tenant) if d["id"] in doc_ids]
+        ok = {d["doc_id"] for d in job["documents"] if d.get("doc_id") and d["status"] != "failed"}
         for d in job["documents"]:
             if d["status"] == "failed":
                 console.print(f"[yellow]skipped {d['filename']}: {d['error']}[/yellow]")
-        journal = Journal(journal_path(out))
-        done = {row_key(r) for r in journal.rows}
-        total = len(documents) * len(qs)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console) as bar:
-            task = bar.add_task("questions", total=total, completed=sum(
-                (d["filename"], q["id"]) in done for d in documents for q in qs))
-
-            def on_row(row):
-                journal.append(row)
-                bar.update(task, advance=1, description=f"{row['document']}: {row['question_id']}")
-
-            if settings.ray_address:
-                for row in _ray_rows(settings, tenant, documents, qs, done):
-                    on_row(row)
-            else:
-                run_pairs(service, tenant, documents, qs, done, on_row)
-        if out.suffix == ".xlsx":
-            write_xlsx(out, journal.rows)
-        console.print(f"{len(journal.rows)} rows ({total} pairs) in {out}")
+        documents = [d for d in service.documents(tenant) if d["id"] in ok]
+        engine = service.kb.engine
+        store.ensure_tables(engine)
+        job_id = store.create_job(engine, tenant, documents, qs, "rag", job_key(docs, out))
+        if settings.ray_address and own and not settings.qdrant_url:
+            service.close()  # the Ray worker opens the embedded vector store: one process at a time
+            service = None
+            from ingest.store import make_engine
+            engine = make_engine(settings.resolved_database_url)
+        result = _run_with_progress(console, settings, service, engine, job_id)
+        write_output(out, result)
+        failed = f", {result['failed']} failed (see their error column)" if result["failed"] else ""
+        console.print(f"{result['done']} answered{failed} ({result['total']} pairs) in {out}"
+                      + (f" [dim]· {result['runner']}[/dim]" if result.get("runner") else ""))
         return 0
     finally:
-        if own:
+        if own and service is not None:
             service.close()
 
 
-class BatchJobs:
-    """Batch jobs started over the REST API: run on a background thread, rows kept in memory per job."""
+def _run_with_progress(console, settings, service, engine, job_id: str) -> dict:
+    job = store.job_dict(engine, job_id, rows=False)
+    with progress_bar(console) as bar:
+        task = bar.add_task("questions", total=job["total"], completed=job["done"] + job["failed"])
 
-    def __init__(self, service):
-        self.service, self.jobs, self.lock = service, {}, threading.Lock()
+        def on_row(row: dict) -> None:
+            bar.update(task, advance=1, description=f"{row['filename']}: {row['question'][:40]}")
 
-    def start(self, tenant: str, questions: list[str], doc_ids: Optional[list[str]], mode: str) -> dict:
-        docs = [d for d in self.service.documents(tenant) if doc_ids is None or d["id"] in doc_ids]
-        missing = set(doc_ids or []) - {d["id"] for d in docs}
-        if missing:
-            raise KeyError(f"unknown documents: {', '.join(sorted(missing))}")
-        qs = [{"id": f"q{i}", "question": q, "mode": mode} for i, q in enumerate(questions, 1)]
-        job = {"id": uuid.uuid4().hex, "tenant": tenant, "status": "running", "total": len(docs) * len(qs),
-               "done": 0, "rows": [], "error": None}
-        with self.lock:
-            self.jobs[job["id"]] = job
+        run(settings, service, engine, job_id, on_row)
+    return store.job_dict(engine, job_id)
 
-        def run():
-            try:
-                run_pairs(self.service, tenant, docs, qs, set(), lambda r: (job["rows"].append(r),
-                                                                            job.__setitem__("done", job["done"] + 1)))
-                job["status"] = "done"
-            except Exception as exc:
-                job["status"], job["error"] = "failed", f"{type(exc).__name__}: {exc}"
 
-        threading.Thread(target=run, name="lexicon-batch", daemon=True).start()
-        return self.get(tenant, job["id"])
-
-    def get(self, tenant: str, job_id: str) -> dict:
-        job = self.jobs.get(job_id)
-        if job is None or job["tenant"] != tenant:
-            raise KeyError(f"no batch job {job_id}")
-        return {k: v for k, v in job.items() if k != "tenant"}
+def run(settings, service, engine, job_id: str, on_row: Callable[[dict], None] | None = None) -> dict:
+    if settings.ray_address:
+        from app.batch_ray import run_job_on_ray
+        return run_job_on_ray(settings, engine, job_id, on_row)
+    return run_job(service, job_id, on_row)

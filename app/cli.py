@@ -10,6 +10,53 @@ import typer
 
 from app.settings import get_settings
 
+API_KEY_HELP = "API key for a running server (default LEXICON_API_KEY, else the settings' key for --tenant)"
+
+
+def remote_calls():
+    import app.remote
+    return app.remote
+
+
+def beside_server(remote, local, tenant: str, key: Optional[str]) -> int:
+    """Run ``remote(client, console)`` against the server on this data dir if one runs, else ``local()``.
+
+    Never a traceback: a failure prints what happened and what to do (LEXICON_DEBUG=1 shows the trace)."""
+    import os
+
+    from rich.console import Console
+
+    from app.remote import Client, RemoteError, api_key, find_server
+
+    settings, console = get_settings(), Console()
+    client = None
+    try:
+        url = find_server(settings)
+        if url is None:
+            return local()
+        console.print(f"[dim]a lexicon server runs on {settings.data_dir}: using {url}[/dim]")
+        client = Client(url, api_key(settings, tenant, key))
+        return remote(client, console)
+    except RemoteError as exc:
+        console.print(f"[red]{exc}[/red]", highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow] (rerun the same command to continue)")
+        return 130
+    except Exception as exc:
+        if os.environ.get("LEXICON_DEBUG"):
+            raise
+        console.print(f"[red]{type(exc).__name__}: {exc}[/red]", highlight=False, markup=False)
+        console.print(f"If another process holds {settings.data_dir} (a server started some other way, another "
+                      "command), stop it, or start the server with `lexicon serve` so that this command goes "
+                      "through its API, or use another LEXICON_DATA_DIR. LEXICON_DEBUG=1 shows the traceback.",
+                      highlight=False, markup=False)
+        return 1
+    finally:
+        if client is not None:
+            client.close()
+
+
 cli = typer.Typer(help="lexicon-rag: long-context RAG for legal and financial documents.", no_args_is_help=True)
 
 
@@ -30,6 +77,7 @@ def ingest(
     paths: Optional[list[Path]] = typer.Argument(None, help="files or folders to ingest"),
     tenant: str = typer.Option("demo", help="tenant that owns the documents"),
     resume: bool = typer.Option(False, "--resume", help="first finish every ingest job a crash left open"),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help=API_KEY_HELP),
 ) -> None:
     """Ingest documents (PDF, DOCX, HTML, TXT/Markdown, XLSX/CSV) with a progress bar and a summary."""
     from ingest.cli_command import ingest_command
@@ -43,11 +91,14 @@ def ask(
     tenant: str = typer.Option("demo"),
     mode: str = typer.Option("auto", help="auto | rag | long | bi"),
     thread: Optional[str] = typer.Option(None, help="conversation thread id"),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help=API_KEY_HELP),
 ) -> None:
-    """Ask the agent a question; prints the answer and its citations."""
+    """Ask the agent a question; prints the answer and its citations (through a running server if any)."""
     from app.ask_command import ask_command
 
-    raise typer.Exit(ask_command(get_settings(), question, tenant=tenant, mode=mode, thread=thread))
+    raise typer.Exit(beside_server(
+        lambda client, console: remote_calls().remote_ask(client, question, mode, thread, console),
+        lambda: ask_command(get_settings(), question, tenant=tenant, mode=mode, thread=thread), tenant, api_key))
 
 
 @cli.command()
@@ -56,11 +107,20 @@ def batch(
     questions: Path = typer.Option(..., help="YAML file of questions"),
     out: Path = typer.Option(..., help="results.jsonl or results.xlsx"),
     tenant: str = typer.Option("demo"),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help=API_KEY_HELP),
 ) -> None:
     """Ask every question of every document; resumable; one row per (document, question)."""
-    from app.batch import batch_command
+    from app.batch import batch_command, check_args
 
-    raise typer.Exit(batch_command(get_settings(), docs, questions, out, tenant=tenant))
+    def remote(client, console):
+        qs, problem = check_args(docs, questions, out)
+        if problem:
+            console.print(f"[red]{problem}[/red]", highlight=False)
+            return 2
+        return remote_calls().remote_batch(client, docs, qs, out, console)
+
+    raise typer.Exit(beside_server(remote, lambda: batch_command(get_settings(), docs, questions, out, tenant=tenant),
+                                   tenant, api_key))
 
 
 @cli.command()

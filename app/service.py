@@ -19,7 +19,7 @@ from typing import Iterator, Optional
 
 from app.agent.graph import build_graph, make_checkpointer
 from app.agent.state import AgentDeps, turn_input
-from app.schemas import AgentAnswer
+from app.schemas import MAX_QUESTION_CHARS, AgentAnswer
 
 MODES = ("auto", "rag", "long", "bi")
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -33,6 +33,14 @@ class NotFound(KeyError):
     pass
 
 
+class Busy(RuntimeError):
+    """Too much queued work: the REST API answers 429 with ``Retry-After: retry_after``."""
+
+    def __init__(self, message: str, retry_after: int = 5):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 def _jsonable(obj):
     if dataclasses.is_dataclass(obj):
         obj = dataclasses.asdict(obj)
@@ -43,6 +51,21 @@ def _jsonable(obj):
     if hasattr(obj, "isoformat"):
         return obj.isoformat()
     return obj
+
+
+KEY_LINE_ITEMS = ("revenue", "net income", "operating income", "gross profit", "total assets", "net sales",
+                  "earnings per share", "total")
+
+
+def key_rows(rows: list, n: int) -> list:
+    """Up to ``n`` (label, value) rows, headline line items first (revenue, net income, ...), then in order."""
+    def rank(item):
+        i, (label, _value) = item
+        low = str(label or "").lower()
+        hit = next((k for k, word in enumerate(KEY_LINE_ITEMS) if low.startswith(word)), len(KEY_LINE_ITEMS))
+        return hit, i
+    numeric = [(i, r) for i, r in enumerate(rows) if len(r) > 1 and isinstance(r[1], (int, float))]
+    return [r for _, r in sorted(sorted(numeric, key=rank)[:n])]
 
 
 def _log_failure(future) -> None:
@@ -103,7 +126,13 @@ class LexiconService:
         return self.settings.api_keys.get(api_key.strip())
 
     # ---- documents ------------------------------------------------------------------------------
+    def ingest_waiting(self) -> int:
+        """Upload jobs queued behind the one being ingested (bounded by settings.ingest_max_pending)."""
+        return self._ingest_pool._work_queue.qsize()
+
     def upload(self, tenant: str, filename: str, data: bytes) -> dict:
+        if self.ingest_waiting() >= self.settings.ingest_max_pending:
+            raise Busy(f"{self.ingest_waiting()} uploads are waiting to be ingested; try again later", 30)
         limit = self.settings.max_file_mb * 2**20
         if len(data) > limit:
             raise UploadTooLarge(f"{filename}: {len(data)} bytes is over the {self.settings.max_file_mb} MB limit")
@@ -147,6 +176,9 @@ class LexiconService:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if not question or not question.strip():
             raise ValueError("the question is empty")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise ValueError(f"the question is {len(question):,} characters long; the limit is "
+                             f"{MAX_QUESTION_CHARS:,}")
 
     def ask(self, tenant: str, question: str, mode: str = "auto", thread_id: Optional[str] = None,
             doc_ids: Optional[list[str]] = None) -> AgentAnswer:
@@ -223,7 +255,7 @@ class LexiconService:
                 continue
             latest = max(periods, key=lambda cp: (cp[1].year, cp[1].fy, cp[1].quarter or 0))
             res = self.kb.run_sql(tenant, f'SELECT "{text[0]}", "{latest[0]}" FROM "{t.sql_name}" ORDER BY row_num')
-            for label, value in res.rows[:4]:
+            for label, value in key_rows(res.rows, 4):
                 if isinstance(value, (int, float)):
                     out.append({"label": f"{label} ({latest[1].label()})", "value": value, "unit": t.unit,
                                 "source": f"{t.filename}, page {t.page}"})

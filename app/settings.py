@@ -75,7 +75,19 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     api_keys: dict[str, str] = Field(default_factory=lambda: {"demo-key": "demo"})  # API key -> tenant
-    ray_address: str = ""
+    ray_address: str = ""  # run batch jobs on Ray ("local" starts one in-process; or ray://host:10001, auto)
+
+    # Backpressure (app/api/backpressure.py): past max_active running + max_queued waiting -> 429 + Retry-After
+    ask_max_active: int = 4  # /api/ask (JSON and SSE) answering at once
+    ask_max_queued: int = 8
+    v1_max_active: int = 8  # /v1 chat/completions
+    v1_max_queued: int = 16
+    upload_max_active: int = 2  # POST /api/documents reading bodies at once
+    upload_max_queued: int = 8
+    ingest_max_pending: int = 32  # upload jobs waiting for the ingest worker
+    queue_max_wait_s: float = 60.0  # a queued request waits at most this long, then 429
+    batch_max_open: int = 4  # batch jobs queued or running per server
+    batch_ray_workers: int = 2  # Ray actors per batch job with shared stores (1 with the embedded vector store)
 
     @property
     def resolved_database_url(self) -> str:

@@ -14,6 +14,8 @@ from typing import Any
 
 import gradio as gr
 
+from app.schemas import MAX_QUESTION_CHARS
+
 VISIT_STORAGE_KEY = "lexicon-visit"
 
 
@@ -62,3 +64,15 @@ def require_tenant(session: dict | None) -> str:
     if not session or not session.get("tenant"):
         raise gr.Error("Please log in with your API key first.")
     return session["tenant"]
+
+
+def too_long_message(question: str, limit: int = MAX_QUESTION_CHARS) -> str:
+    """A friendly note for a question over the length limit (the same limit as the REST API)."""
+    return (f"Your question is {len(question):,} characters long; questions are limited to {limit:,} characters. "
+            "Please shorten it (ask about one clause or figure at a time) and try again.")
+
+
+def ask_limit(service: Any) -> int | None:
+    """How many questions the UI answers at once (the REST API's limit); more wait in Gradio's queue."""
+    settings = getattr(service, "settings", None)
+    return getattr(settings, "ask_max_active", None)

@@ -12,7 +12,8 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ui.auth import require_tenant
+from app.schemas import MAX_QUESTION_CHARS
+from ui.auth import ask_limit, require_tenant, too_long_message
 from ui.charts import CHART_KINDS, answer_figure
 from ui.citations import citation_title
 
@@ -50,9 +51,16 @@ def sources_markdown(answer: dict) -> str:
     return "**Source pages:**\n\n" + "\n".join(f"- {citation_title(i, c)}" for i, c in enumerate(citations, 1))
 
 
-def result_frame(answer: dict) -> pd.DataFrame:
+def result_frame(answer: dict) -> pd.DataFrame | None:
+    """The SQL result as a frame; None when there is none (an empty Dataframe shows a "1 2 3" header)."""
     columns = answer.get("columns") or []
-    return pd.DataFrame(answer.get("rows") or [], columns=columns) if columns else pd.DataFrame()
+    return pd.DataFrame(answer.get("rows") or [], columns=columns) if columns else None
+
+
+def result_table(answer: dict):
+    """The result table update: shown with the rows, hidden when the answer has no SQL result."""
+    frame = result_frame(answer)
+    return gr.Dataframe(value=frame, visible=frame is not None)
 
 
 def answer_outputs(answer: dict, kind: str) -> tuple:
@@ -60,7 +68,7 @@ def answer_outputs(answer: dict, kind: str) -> tuple:
     text = (answer.get("answer") or "").strip() or "(no answer)"
     if answer.get("supported") is False:
         text = "⚠️ *The extracted tables do not clearly support this answer.*\n\n" + text
-    return (text, answer.get("sql") or "-- no SQL was run", result_frame(answer), answer_figure(answer, kind),
+    return (text, answer.get("sql") or "-- no SQL was run", result_table(answer), answer_figure(answer, kind),
             sources_markdown(answer))
 
 
@@ -82,7 +90,7 @@ def build_bi_tab(service: Any, session: gr.State) -> gr.HTML:
             chart = gr.Plot(label="Chart", elem_id="bi-chart")
         with gr.Column(scale=2):
             sql = gr.Code(label="SQL", language="sql", elem_id="bi-sql", interactive=False, wrap_lines=True)
-            table = gr.Dataframe(label="Result", interactive=False, elem_id="bi-table")
+            table = gr.Dataframe(label="Result", interactive=False, elem_id="bi-table", visible=False)
             sources = gr.Markdown(elem_id="bi-sources")
 
     def run(q: str, kind_value: str, sess: dict | None):
@@ -90,6 +98,9 @@ def build_bi_tab(service: Any, session: gr.State) -> gr.HTML:
         q = (q or "").strip()
         if not q:
             raise gr.Error("Type a numeric question first.")
+        if len(q) > MAX_QUESTION_CHARS:
+            gr.Warning(too_long_message(q))
+            return (too_long_message(q), *[gr.skip()] * 5)
         answer = as_dict(service.ask(tenant, q, mode="bi"))
         return (*answer_outputs(answer, kind_value), answer)
 
@@ -99,8 +110,8 @@ def build_bi_tab(service: Any, session: gr.State) -> gr.HTML:
         return answer_figure(answer, kind_value)
 
     outputs = [answer_md, sql, table, chart, sources, last_answer]
-    ask.click(run, [question, kind, session], outputs, concurrency_limit=None)
-    question.submit(run, [question, kind, session], outputs, concurrency_limit=None)
+    ask.click(run, [question, kind, session], outputs, concurrency_limit=ask_limit(service), concurrency_id="lexicon-ask")
+    question.submit(run, [question, kind, session], outputs, concurrency_limit=ask_limit(service), concurrency_id="lexicon-ask")
     kind.input(redraw, [kind, last_answer], [chart])
     refresh_kpis.click(lambda sess: kpi_tiles_html(service.kpis(require_tenant(sess))), [session], [tiles])
     return tiles

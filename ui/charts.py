@@ -52,8 +52,9 @@ def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: s
     if kind == "table" or not numeric or not rows:
         return table_figure(columns, rows, title)
     labels = [i for i in range(len(columns)) if i not in numeric]
-    if labels and len(numeric) > 1 and all(PERIOD_COLUMN.match(columns[i]) for i in numeric):
-        return _periods_figure(columns, rows, kind, labels, numeric, title)
+    periods = period_columns(columns, numeric)
+    if labels and len(periods) > 1:  # other numeric columns (a growth %) are not periods: left out
+        return _periods_figure(columns, rows, kind, labels, periods, title)
     if labels:
         x = [" / ".join(axis_label(r[i]) for i in labels) for r in rows]
         x_title = " / ".join(columns[i] for i in labels)
@@ -78,6 +79,18 @@ def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: s
         margin={"l": 40, "r": 10, "t": 40 if title else 10, "b": 40},
     )
     return fig
+
+
+def period_key(column: str) -> tuple[int, int]:
+    """Chronological order: year, then Q1..Q4, then the full (fiscal) year."""
+    low, year = column.lower(), int(PERIOD_COLUMN.match(column).group(1))
+    return year, int(low[1]) if low.startswith("q") else 5
+
+
+def period_columns(columns: Sequence[str], numeric: Sequence[int]) -> list[int]:
+    """The numeric columns named for periods, oldest first (statements list the newest year first)."""
+    found = [i for i in numeric if PERIOD_COLUMN.match(columns[i])]
+    return sorted(found, key=lambda i: period_key(columns[i]))
 
 
 def period_label(column: str) -> str:
@@ -111,6 +124,9 @@ def answer_figure(answer: dict, kind: str = "auto") -> go.Figure | None:
     """The figure to show for an answer: the agent's chart for ``auto``, else one built from its rows."""
     columns, rows = answer.get("columns") or [], answer.get("rows") or []
     if kind == "auto":
+        numeric = numeric_columns(columns, rows) if rows else []
+        if len(period_columns(columns, numeric)) > 1 and len(numeric) < len(columns):
+            return result_figure(columns, rows, "bar")  # a statement: periods in order, line items named
         if answer.get("chart"):
             return go.Figure(answer["chart"])
         if not columns:

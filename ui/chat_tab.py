@@ -13,12 +13,14 @@ from typing import Any, Iterator
 import gradio as gr
 import plotly.graph_objects as go
 
-from ui.auth import require_tenant
+from app.schemas import MAX_QUESTION_CHARS
+from ui.auth import ask_limit, require_tenant, too_long_message
 from ui.charts import answer_figure
 from ui.citations import answer_messages, history_messages
 
 MODES = [("Auto", "auto"), ("RAG", "rag"), ("Long-context", "long"), ("BI", "bi")]
 NEW_THREAD = "__new__"
+NEW_THREAD_LABEL = "+ New thread"  # plain text: an emoji renders as a missing-glyph box without emoji fonts
 MAX_THREADS_REMEMBERED = 30
 
 
@@ -43,7 +45,7 @@ def to_chatbot(messages: list[dict]) -> list[dict]:
 
 def thread_choices(visit: dict, tenant: str) -> list[tuple[str, str]]:
     threads = (visit or {}).get("threads", {}).get(tenant, [])
-    return [("➕ New thread", NEW_THREAD)] + [(t["title"], t["id"]) for t in threads]
+    return [(NEW_THREAD_LABEL, NEW_THREAD)] + [(t["title"], t["id"]) for t in threads]
 
 
 def remember_thread(visit: dict, tenant: str, thread_id: str, question: str) -> dict:
@@ -106,7 +108,7 @@ def build_chat_tab(service: Any, session: gr.State, visit: gr.BrowserState) -> C
     thread_id = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1, min_width=220):
-            threads = gr.Dropdown(choices=[("➕ New thread", NEW_THREAD)], value=NEW_THREAD, label="Thread",
+            threads = gr.Dropdown(choices=[(NEW_THREAD_LABEL, NEW_THREAD)], value=NEW_THREAD, label="Thread",
                                   elem_id="chat-thread", interactive=True)
             mode = gr.Radio(choices=MODES, value="auto", label="Mode", elem_id="chat-mode",
                             info="Auto picks RAG, whole-document reading or SQL over tables.")
@@ -125,6 +127,11 @@ def build_chat_tab(service: Any, session: gr.State, visit: gr.BrowserState) -> C
         q = (q or "").strip()
         if not q:
             raise gr.Error("Type a question first.")
+        if len(q) > MAX_QUESTION_CHARS:  # a note in the chat; the question stays in the box to shorten
+            gr.Warning(too_long_message(q))
+            notice = [*msgs, {"role": "assistant", "content": too_long_message(q)}]
+            yield to_chatbot(notice), msgs, gr.skip(), tid, gr.skip(), gr.skip()
+            return
         final = None
         for msgs_now, final in stream_answer(service, tenant, q, mode_value, tid, msgs):
             yield to_chatbot(msgs_now), msgs_now, "", tid, gr.skip(), gr.skip()
@@ -135,8 +142,8 @@ def build_chat_tab(service: Any, session: gr.State, visit: gr.BrowserState) -> C
 
     outputs = [chatbot, messages, question, thread_id, threads, visit]
     inputs = [question, mode, messages, thread_id, session, visit]
-    send.click(ask, inputs, outputs, concurrency_limit=None)
-    question.submit(ask, inputs, outputs, concurrency_limit=None)
+    send.click(ask, inputs, outputs, concurrency_limit=ask_limit(service), concurrency_id="lexicon-ask")
+    question.submit(ask, inputs, outputs, concurrency_limit=ask_limit(service), concurrency_id="lexicon-ask")
 
     def pick_thread(choice: str, sess: dict | None, vis: dict):
         tenant = require_tenant(sess)

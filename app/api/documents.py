@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, File, HTTPException, Request, UploadFile
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import get_service, tenant
 from app.service import NotFound, UploadTooLarge
@@ -56,7 +57,7 @@ async def upload(request: Request, file: UploadFile = File(..., description="PDF
         if len(data) > limit:
             raise HTTPException(413, f"{file.filename}: over the {service.settings.max_file_mb} MB limit")
     try:
-        return service.upload(tenant, file.filename or "upload", bytes(data))
+        return await run_in_threadpool(service.upload, tenant, file.filename or "upload", bytes(data))  # off the loop
     except UploadTooLarge as exc:
         raise HTTPException(413, str(exc)) from exc
 

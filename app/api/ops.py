@@ -32,11 +32,15 @@ class Metrics:
         return response
 
 
-@router.get("/health", summary="Liveness and what is loaded")
-def health(request: Request) -> dict:
+@router.get("/health", summary="Liveness, what is loaded and how full the request queues are")
+async def health(request: Request) -> dict:
+    """Answered on the event loop without a lock, a thread or I/O, so it stays fast under any load."""
     service = request.app.state.service
+    gates = getattr(request.app.state, "gates", {})
     return {"status": "ok", "model_loaded": service._model is not None,
-            "llm": service.settings.llm_base_url or "embedded"}
+            "llm": service.settings.llm_base_url or "embedded",
+            "queues": {name: gate.stats() for name, gate in gates.items()},
+            "ingest_waiting": service.ingest_waiting() if hasattr(service, "ingest_waiting") else 0}
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

@@ -85,7 +85,8 @@ def test_threads_are_remembered_per_tenant_newest_first():
     assert [t["id"] for t in visit["threads"]["acme"]] == ["t1", "t2"]
     assert visit["threads"]["acme"][0]["title"] == "first question"
     assert visit["current"]["acme"] == "t1"
-    assert thread_choices(visit, "other") == [("➕ New thread", NEW_THREAD)]
+    assert thread_choices(visit, "other") == [("+ New thread", NEW_THREAD)]
+    assert all(label.isascii() for label, _ in thread_choices(visit, "acme"))  # no emoji: no missing-glyph box
 
 
 def test_upload_rows_follow_job_progress_and_failures():
@@ -114,3 +115,46 @@ def test_tiles_format_numbers_and_usage():
                          "max_num_seqs": 8})
     assert "(16 tok, bfloat16)" in engine and "2: a, b" in engine and "1,200" in engine and "3 of 8" in engine
     assert "page 3" in sources_markdown({"citations": [{"filename": "fs.pdf", "page": 3}]})
+
+
+# what the BI agent returns for "How did net income grow from 2023 to 2024?" on the sample statement
+GROWTH = {"columns": ["item", "y2024", "y2023", "growth_pct"], "rows": [["Net income (loss)", 5486.1, 1912.6, 186.84]],
+          "chart": {"data": [{"type": "bar", "name": "Net income (loss) 186.84", "x": ["2024", "2023"],
+                              "y": [5486.1, 1912.6]}]}}
+
+
+def test_statement_chart_names_the_line_item_and_runs_oldest_year_first():
+    fig = answer_figure(GROWTH, "auto")
+    assert [t.name for t in fig.data] == ["Net income (loss)"]  # a series name, not "... 186.84"
+    assert list(fig.data[0].x) == ["2023", "2024"] and list(fig.data[0].y) == [1912.6, 5486.1]
+    years = result_figure(["item", "y2024", "y2023", "y2022"], [["Revenue", 3.0, 2.0, 1.0]], "bar")
+    assert list(years.data[0].x) == ["2022", "2023", "2024"] and list(years.data[0].y) == [1.0, 2.0, 3.0]
+    quarters = result_figure(["segment", "fy_2024", "q2_2024", "q1_2024"], [["Software", 9.0, 5.0, 4.0]], "bar")
+    assert list(quarters.data[0].x) == ["Q1 2024", "Q2 2024", "FY 2024"]
+
+
+def test_an_answer_without_sql_rows_hides_the_result_table():
+    from ui.bi_tab import answer_outputs
+
+    _, sql, table, figure, _ = answer_outputs({"answer": "Not found in the documents.", "supported": False}, "auto")
+    assert table.visible is False and figure is None  # hidden: an empty Dataframe shows a "1 2 3" header
+    _, _, table, _, _ = answer_outputs(GROWTH, "auto")
+    assert table.visible is True and table.value["headers"] == GROWTH["columns"]
+
+
+def test_kpis_lead_with_headline_line_items():
+    from app.service import key_rows
+
+    statement = [["Revenue", 63918.7], ["Cost of revenue", -34402.3], ["Gross profit", 29516.4],
+                 ["Operating expenses", -22118.9], ["Operating income (loss)", 7397.5], ["Net income (loss)", 5486.1]]
+    assert [r[0] for r in key_rows(statement, 4)] == ["Revenue", "Gross profit", "Operating income (loss)",
+                                                      "Net income (loss)"]
+    assert [r[0] for r in key_rows([["A", 1], ["B", "n/a"], ["C", 3]], 4)] == ["A", "C"]
+
+
+def test_too_long_question_gets_a_friendly_message():
+    from app.schemas import MAX_QUESTION_CHARS
+    from ui.auth import too_long_message
+
+    text = too_long_message("x" * 100_000)
+    assert "100,000 characters" in text and f"{MAX_QUESTION_CHARS:,}" in text and "Error" not in text
