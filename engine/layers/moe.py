@@ -26,6 +26,22 @@ class Experts(nn.Module):
         self.down = nn.Parameter(torch.empty(n_experts, dim, intermediate), requires_grad=False)
         self.compressed_up: Optional[list] = None  # per-expert QuantizedTensor, when stored compressed
         self.compressed_down: Optional[list] = None
+        self.fused = None  # (fn, stacked up, stacked down): a fused NVFP4 MoE kernel (engine.kernels), set once
+
+    def use_fused(self, fn) -> bool:
+        """Route through ``fn`` (fused_moe_* contract) when the experts are NVFP4; the per-expert parts become
+        views of one stacked tensor (no second copy). ``fn`` None restores the per-expert loop."""
+        from engine.quant.nvfp4 import Nvfp4Tensor
+        if fn is None or not self.compressed_up or not all(
+                isinstance(p, Nvfp4Tensor) for p in self.compressed_up + self.compressed_down):
+            self.fused = None
+            return False
+        from engine.kernels.fused_moe import stack_experts
+        up, down = stack_experts(self.compressed_up), stack_experts(self.compressed_down)
+        self.compressed_up = [up[e] for e in range(len(self.compressed_up))]
+        self.compressed_down = [down[e] for e in range(len(self.compressed_down))]
+        self.fused = (fn, up, down)
+        return True
 
     def expert_weights(self, e: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         if self.compressed_up is not None:
@@ -33,6 +49,9 @@ class Experts(nn.Module):
         return self.up[e].to(dtype), self.down[e].to(dtype)
 
     def forward(self, x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tensor) -> torch.Tensor:
+        if self.fused is not None:
+            fn, up, down = self.fused
+            return fn(x, topk_idx, topk_w, up, down).to(x.dtype)
         out = torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
         flat = topk_idx.reshape(-1)
         order = torch.argsort(flat, stable=True)

@@ -109,9 +109,18 @@ class HybridLM(nn.Module):
         return F.linear(hidden, self.embed.weight).float()
 
     def use_ops(self, ops) -> None:
-        """Pick the kernels once (engine.kernels.select_ops): every Mamba layer's decode state update."""
+        """Pick the kernels once (engine.kernels.select_ops): every Mamba layer's decode state update, the fused
+        NVFP4 MoE and the NVFP4 projections (where the weights are NVFP4)."""
+        from engine.layers.moe import Experts
+        from engine.quant.nvfp4 import Nvfp4Tensor
         for m in self.mamba_layers():
             m.ssm_update = ops.mamba_step
+        for module in self.modules():
+            if isinstance(module, Experts):
+                module.use_fused(ops.moe_nvfp4)
+            elif isinstance(module, Linear):
+                nvfp4 = module.compressed is not None and all(isinstance(p, Nvfp4Tensor) for p in module.compressed)
+                module.nvfp4_gemm = ops.linear_nvfp4 if nvfp4 else None
 
     def pack_cpu(self, kind: str = "onednn") -> int:
         """CPU models: move every projection (and the LM head) to packed GEMMs (``Linear.pack_cpu``):

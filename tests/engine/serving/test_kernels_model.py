@@ -47,3 +47,35 @@ def test_kernels_are_picked_once_per_device(tiny_hybrid):
     assert engine.runner.ctx.ops is engine.runner.ops
     with pytest.raises(ValueError, match="unknown kernels"):
         select_ops("cpu", "cuda-graphs")
+
+
+@pytest.fixture(scope="module")
+def nvfp4_hybrid():
+    """The tiny hybrid with NVFP4 projections and experts (stored compressed, as a ModelOpt checkpoint loads)."""
+    from hybrid_fixtures import random_hybrid, tiny_hybrid_config
+
+    from engine.layers.linear import Linear
+    from engine.layers.moe import Experts
+    from engine.quant.nvfp4 import quantize_nvfp4
+
+    loaded = random_hybrid(tiny_hybrid_config(), seed=3)
+    for name, m in loaded.model.named_modules():
+        if isinstance(m, Linear) and m.in_features % 16 == 0 and name != "lm_head":
+            m.set_weight([quantize_nvfp4(m.weight.detach())], torch.float32, "cpu")
+        elif isinstance(m, Experts):
+            m.compressed_up = [quantize_nvfp4(w) for w in m.up.detach()]
+            m.compressed_down = [quantize_nvfp4(w) for w in m.down.detach()]
+    return loaded
+
+
+@pytest.mark.parametrize("kernels", ["torch", pytest.param("triton", marks=pytest.mark.slow)])
+def test_nvfp4_model_with_fused_moe_and_gemm_kernels_equals_the_torch_paths(nvfp4_hybrid, kernels):
+    if kernels == "triton":
+        pytest.importorskip("triton")
+    _, want = run(nvfp4_hybrid, "default", "float32")
+    engine, got = run(nvfp4_hybrid, kernels, "float32")
+    model = nvfp4_hybrid.model
+    moe = [m for m in model.modules() if type(m).__name__ == "Experts"]
+    assert moe and all(m.fused is not None for m in moe)
+    assert sum(1 for m in model.modules() if getattr(m, "nvfp4_gemm", None) is not None) >= 6
+    assert got == want
