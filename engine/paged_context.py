@@ -114,6 +114,21 @@ class PagedContext:
         self.spans: list[SeqSpan] = []
         self.block_tables: Optional[torch.Tensor] = None  # [B, max_blocks] int32 on the device (batched decode)
         self.seq_lens: Optional[torch.Tensor] = None
+        # Per block table (a list the scheduler assigns once and never mutates): (the list, index of its first
+        # non-consecutive block, the table as a device tensor). A 1M-token sequence has 62,500 blocks: turning
+        # its table into tensors every step cost more host time than the step's GPU work.
+        self._tables: dict[int, tuple[list[int], int, torch.Tensor]] = {}
+
+    def _table(self, table: list[int], dev) -> tuple[int, torch.Tensor]:
+        hit = self._tables.get(id(table))
+        if hit is not None and hit[0] is table:
+            return hit[1], hit[2]
+        t = torch.tensor(table, dtype=torch.int32)
+        breaks = (t[1:] - t[:-1] != 1).nonzero()
+        first_break = int(breaks[0]) if len(breaks) else len(table)
+        entry = (table, first_break, t.to(dev))
+        self._tables[id(table)] = entry
+        return entry[1], entry[2]
 
     def prepare(self, spans: list[SeqSpan], block_tables: list[list[int]], slots: list[int]) -> "PagedContext":
         bs, dev = self.kv.block_size, self.kv.k[0].device if self.kv.k else "cpu"
@@ -122,24 +137,27 @@ class PagedContext:
         self.slot_tensor = torch.tensor(slots, dtype=torch.long, device=dev)
         write: list[int] = []
         self.read: list[Read] = []
+        tables = []
         for s, table in zip(spans, block_tables):
             n = s.past_len + s.length
             write.extend(table[p // bs] * bs + p % bs for p in range(s.past_len, n))
-            used = torch.tensor(table[: -(-n // bs)], dtype=torch.long)
-            if bool((used[1:] - used[:-1] == 1).all()):
-                self.read.append(slice(int(used[0]) * bs, int(used[0]) * bs + n))
+            first_break, tt = self._table(table, dev)
+            tables.append(tt)
+            used = -(-n // bs)
+            if first_break >= used - 1:  # blocks 0..used-1 are consecutive: a view of the pool
+                self.read.append(slice(table[0] * bs, table[0] * bs + n))
             else:
-                self.read.append((used[:, None] * bs + torch.arange(bs)).flatten()[:n].to(dev))
+                self.read.append((tt[:used].long()[:, None] * bs + torch.arange(bs, device=dev)).flatten()[:n])
+        live = {id(t) for t in block_tables}
+        self._tables = {k: v for k, v in self._tables.items() if k in live}
         self.write_idx = torch.tensor(write, dtype=torch.long, device=dev)
         if self._decode and self.ops.decode_attention is not None:  # one kernel call per layer for the batch
             lens = [s.past_len + 1 for s in spans]
             width = max(-(-n // bs) for n in lens)
-            bt = torch.zeros(len(spans), width, dtype=torch.int32)
-            for i, (n, table) in enumerate(zip(lens, block_tables)):
-                used = -(-n // bs)
-                bt[i, :used] = torch.tensor(table[:used], dtype=torch.int32)
-            self.block_tables, self.seq_lens, self.max_len = bt.to(dev), torch.tensor(lens, dtype=torch.int32,
-                                                                                        device=dev), max(lens)
+            self.block_tables = torch.stack([torch.nn.functional.pad(t[:width], (0, max(0, width - len(t))))
+                                             for t in tables])
+            self.seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
+            self.max_len = max(lens)
         else:
             self.block_tables = self.seq_lens = None
         return self

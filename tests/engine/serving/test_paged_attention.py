@@ -63,3 +63,20 @@ def test_snapshot_block_copies_move_every_layer():
     pool.copy_blocks([(1, 3)])
     for t in pool.k + pool.v:
         assert torch.equal(t[:, 3 * BS:4 * BS], t[:, BS:2 * BS])
+
+
+def test_block_tables_become_tensors_once_per_sequence_not_every_step():
+    """A 1M-token sequence has 62,500 blocks: its table is converted when first seen and reused while the
+    scheduler keeps the same list; a new list (a new sequence) is converted anew."""
+    pool = KVPool(1, 70_000, BS, KV, HD, torch.float32)
+    ctx = PagedContext(pool, StatePool(1))
+    table = list(range(62_500))
+    ctx.prepare([SeqSpan(0, 1, 999_999)], [table], [1])
+    first = ctx._tables[id(table)][2]
+    assert ctx.read[0] == slice(0, 1_000_000)
+    ctx.prepare([SeqSpan(0, 1, 1_000_000 - 2)], [table], [1])
+    assert ctx._tables[id(table)][2] is first
+    other = list(range(62_500, 62_500 + 70)) + [0]
+    ctx.prepare([SeqSpan(0, 1, 70 * BS)], [other], [1])
+    assert id(table) not in ctx._tables and not isinstance(ctx.read[0], slice)
+    assert ctx.read[0].tolist() == list(range(62_500 * BS, 62_570 * BS)) + [0]
