@@ -20,6 +20,7 @@ class Grid:
     bbox: tuple[float, float, float, float]  # reading frame (x0, top, x1, bottom)
     rows: list[list[str | None]]
     header_rows: int
+    indents: list[float | None] = field(default_factory=list)  # x0 of each row's label cell
     title: str = ""
     context: str = ""
     lines: list[Line] = field(default_factory=list)
@@ -153,6 +154,20 @@ def _yearish(t: str) -> bool:
     return len(t) == 4 and t.isdigit() and t[:2] in ("19", "20")
 
 
+def _spread_group_headers(rows, lines: list[Line], cols, data_start: int) -> None:
+    """A header line of group titles ("Years Ended December 31," or "Three Months Ended | Six Months Ended")
+    is often narrower than the columns it heads: each empty value column takes the nearest title."""
+    for k in range(min(data_start, len(rows))):
+        segs = [s for s in lines[k].segments if s.x0 > cols[0][1] and not s.numeric]
+        if not segs or len(segs) != len(lines[k].segments) or all(rows[k][j] for j in range(1, len(cols))):
+            continue
+        for j in range(1, len(cols)):
+            if rows[k][j] is None:
+                centre = (cols[j][0] + cols[j][1]) / 2
+                near = min(segs, key=lambda s: abs((s.x0 + s.x1) / 2 - centre))
+                rows[k][j] = near.text
+
+
 def detect_borderless(layout: Layout) -> list[Grid]:
     grids = []
     lines = layout.lines
@@ -173,8 +188,11 @@ def detect_borderless(layout: Layout) -> list[Grid]:
         if data_start >= len(all_lines) - 1 and sum(ln.n_numeric for ln in all_lines) == 0 and len(cols) < 3:
             continue
         rows: list[list[str | None]] = []
+        indents: list[float | None] = []
         for k, ln in enumerate(all_lines):
             row: list[str | None] = [None] * len(cols)
+            lead = ln.segments[0]
+            indents.append(lead.x0 if _overlap(lead, cols[0]) > 0 else None)
             for s in ln.segments:
                 hits = _assign(s, cols)
                 if k >= data_start and len(hits) > 1:
@@ -188,6 +206,7 @@ def detect_borderless(layout: Layout) -> list[Grid]:
         x0 = min(ln.x0 for ln in all_lines)
         x1 = max(ln.x1 for ln in all_lines)
         title, context = _caption(layout, first)
-        grids.append(Grid((x0, all_lines[0].top, x1, all_lines[-1].bottom), rows, data_start, title, context,
-                          all_lines))
+        _spread_group_headers(rows, all_lines, cols, data_start)
+        grids.append(Grid((x0, all_lines[0].top, x1, all_lines[-1].bottom), rows, data_start, indents, title,
+                          context, all_lines))
     return grids

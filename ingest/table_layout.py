@@ -100,7 +100,9 @@ def _derotate(chars: list[dict], page_w: float, page_h: float) -> tuple[list[dic
         else:
             x0, x1, top, bottom = page_h - c["bottom"], page_h - c["top"], c["x0"], c["x1"]
         d = dict(c)
-        d.update(x0=x0, x1=x1, top=top, bottom=bottom, upright=True, doctop=top)
+        d.update(x0=x0, x1=x1, top=top, bottom=bottom, upright=True, doctop=top, width=x1 - x0, height=bottom - top,
+                 size=round(bottom - top, 1),
+                 matrix=(1.0, 0.0, 0.0, 1.0, x0, bottom))  # the word extractor reads direction from it
         out.append(d)
     return out, rotation
 

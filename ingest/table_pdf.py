@@ -88,6 +88,7 @@ def _join_continuations(tables: list[RawTable]) -> list[RawTable]:
                 and len(t.rows[0]) == len(prev.rows[0]) and 0 <= t.bbox[1] - prev.bbox[3] < 60
                 and min(t.bbox[2], prev.bbox[2]) - max(t.bbox[0], prev.bbox[0]) > 0.7 * (t.bbox[2] - t.bbox[0])):
             prev.rows = prev.rows + t.rows
+            prev.indents = (prev.indents + t.indents) if prev.indents and t.indents else None
             prev.bbox = (min(prev.bbox[0], t.bbox[0]), prev.bbox[1], max(prev.bbox[2], t.bbox[2]), t.bbox[3])
             continue
         out.append(t)
@@ -102,7 +103,7 @@ def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
     for grid in detect_borderless(layout):
         box = layout.to_page(grid.bbox)
         aligned = RawTable(number, grid.title, grid.rows, context=grid.context, bbox=box,
-                           header_rows=grid.header_rows, source="aligned")
+                           header_rows=grid.header_rows, source="aligned", indents=grid.indents)
         clash = [r for r in ruled if _inter(box, r.bbox) > 0.4 * min(_area(box), _area(r.bbox))]
         if clash and all(_prefer_aligned(r, aligned) for r in clash):
             found = [t for t in found if t not in clash]

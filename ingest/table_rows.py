@@ -26,15 +26,18 @@ TOTAL = re.compile(
     r"|change)|gross\s+(profit|margin)|operating\s+(income|loss|profit)|income\s+(before|from\s+operations)|"
     r"(loss|earnings)\s+before|comprehensive\s+income|ebitda|cash\s+and\s+cash\s+equivalents,?\s+end)", re.I)
 STATEMENTS = [
-    ("cash_flow", re.compile(r"cash\s+flows?", re.I), re.compile(r"operating activities|investing activities", re.I)),
-    ("balance_sheet", re.compile(r"balance\s+sheets?|financial\s+(position|condition)", re.I),
-     re.compile(r"^total (current )?assets|^total liabilities", re.I)),
-    ("equity", re.compile(r"(stockholders|shareholders|shareowners)['’]?\s+equity|changes\s+in\s+equity", re.I), None),
+    ("cash_flow", re.compile(r"statements?\s+of\s+(consolidated\s+)?cash\s+flows?|cash\s+flows?\s+statements?", re.I),
+     re.compile(r"^net cash (provided|used|from)|operating activities|investing activities|financing activities", re.I)),
+    ("balance_sheet", re.compile(r"balance\s+sheets?|statements?\s+of\s+(consolidated\s+)?financial\s+(position|condition)",
+                                 re.I),
+     re.compile(r"^total (current )?assets$|^total (current )?liabilities$|^total liabilities and", re.I)),
+    ("equity", re.compile(r"statements?\s+of\s+(consolidated\s+)?(changes\s+in\s+)?(stockholders|shareholders|"
+                          r"shareowners)['’]?\s+(equity|deficit)|statements?\s+of\s+(changes\s+in\s+)?equity", re.I), None),
     ("income_statement", re.compile(
-        r"statements?\s+of\s+(consolidated\s+)?(operations|income|earnings|comprehensive\s+(income|loss))|"
-        r"income\s+statements?|profit\s+(and|&)\s+loss|results\s+of\s+operations", re.I),
-     re.compile(r"^(net (income|earnings|loss)|(total )?(net )?(revenues?|sales)|gross profit|operating income)",
-                re.I)),
+        r"statements?\s+of\s+(consolidated\s+)?(condensed\s+)?(operations|income|earnings|comprehensive\s+(income|loss))|"
+        r"income\s+statements?|profit\s+(and|&)\s+loss", re.I),
+     re.compile(r"^(net (income|earnings|loss)( attributable.*)?|(total )?(net )?(revenues?|sales)|gross (profit|margin)|"
+                r"operating (income|loss)|(basic|diluted)( earnings per share)?|income tax(es)?( expense)?)$", re.I)),
 ]
 
 
@@ -56,13 +59,18 @@ def find_scale(text: str) -> str:
 
 
 def classify_statement(title: str, context: str, labels: list[str]) -> str:
-    text = f"{title} {context}"
+    """income_statement | balance_sheet | cash_flow | equity from the caption above the table (the statement's
+    own title), else from its rows (three typical line items of one statement in a table of eight rows or more)."""
+    lines = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()]
+    text = " ".join(lines)[-300:]
     for kind, title_rx, _ in STATEMENTS:
-        if title_rx.search(text) and not re.search(r"\bnotes?\s+to\b", title, re.I):
+        m = title_rx.search(text)
+        if m and not re.search(r"\bnotes?\s+to\b|\bsee\b|\bincluded\s+in\b", text[max(0, m.start() - 40):m.start()], re.I):
             return kind
-    for kind, _, row_rx in STATEMENTS:
-        if row_rx is not None and sum(bool(row_rx.search(lb)) for lb in labels) >= 2:
-            return kind
+    if len(labels) >= 8:
+        for kind, _, row_rx in STATEMENTS:
+            if row_rx is not None and sum(bool(row_rx.search(lb.strip())) for lb in labels) >= 3:
+                return kind
     return ""
 
 
@@ -71,33 +79,43 @@ def _key_words(label: str) -> set[str]:
     return {w for w in words if w not in {"total", "and", "of", "the", "net", "s"}}
 
 
-def row_meta(labels: list[str], has_values: list[bool], scale: str, notes: str) -> tuple[list[RowMeta], list[int]]:
+def row_meta(labels: list[str], has_values: list[bool], scale: str, notes: str,
+             indents: list[float | None] | None = None) -> tuple[list[RowMeta], list[int]]:
     """(meta for every kept row, indexes of the rows kept). Section rows (a label, no values, followed by
-    rows) are not kept: they become the parent of the rows below until a total closes them."""
+    rows) are not kept: they become the parent of the rows below until a total closes them, or (when the
+    layout gives the labels' indents) until a row starts no further right than the section did."""
     except_sh = bool(EXCEPT_SHARES.search(notes))
-    stack: list[str] = []
-    metas, kept = [], []
-    for i, (label, filled) in enumerate(zip(labels, has_values)):
+    stack: list[tuple[str, float | None]] = []
+    metas, kept, fresh = [], [], False
+    indents = indents if indents and len(indents) == len(labels) else [None] * len(labels)
+    for i, (label, filled, indent) in enumerate(zip(labels, has_values, indents)):
         label = label.strip()
+        if fresh and indent is not None and stack[-1][1] is not None and indent <= stack[-1][1] + 1.0:
+            stack[-1] = (stack[-1][0], None)  # this section's rows are not indented under it
+        fresh = False
+        if indent is not None:
+            while stack and stack[-1][1] is not None and indent <= stack[-1][1] + 1.0 \
+                    and not (TOTAL.match(label) and _closes(label, stack[-1][0])):
+                stack.pop()  # back at (or left of) the section's own indent: the section has ended
         if label and not filled and i + 1 < len(labels):
             section = label.rstrip(":").strip()
-            if stack and not _is_outer(stack[-1]):
+            if stack and indent is None and not _is_outer(stack[-1][0]):
                 stack.pop()  # a sibling of the open inner section
-            stack.append(section)
+            stack.append((section, indent))
+            fresh = True
             continue
-        parent = stack[-1] if stack else ""
+        parent = stack[-1][0] if stack else ""
         is_total = bool(TOTAL.match(label))
-        if stack and label and _key_words(label) and _key_words(label) == _key_words(stack[-1]):
+        if stack and label and _key_words(label) and _key_words(label) == _key_words(stack[-1][0]):
             is_total = True  # "Other comprehensive income" under "Other comprehensive income:" sums it
         unit, row_scale = "", scale
-        context = f"{parent} {label}"
-        if PER_SHARE.search(context) or (EPS_LINE.match(label) and PER_SHARE.search(parent)):
-            unit, row_scale = "per share", ""  # per-share amounts are never in thousands or millions
-        elif SHARES.search(label) or (EPS_LINE.match(label) and SHARES.search(parent)):
+        if SHARES.search(label) or (EPS_LINE.match(label) and SHARES.search(parent)):
             unit, row_scale = "shares", ("" if except_sh else scale)
+        elif PER_SHARE.search(label) or (EPS_LINE.match(label) and PER_SHARE.search(parent)):
+            unit, row_scale = "per share", ""  # per-share amounts are never in thousands or millions
         metas.append(RowMeta(label, parent, is_total, unit, row_scale))
         kept.append(i)
-        if is_total and stack and _closes(label, stack[-1]):
+        if is_total and stack and _closes(label, stack[-1][0]):
             stack.pop()
     return metas, kept
 

@@ -208,10 +208,15 @@ def _caption_periods(labels: list[str], value_cols: list[int], notes: str) -> di
 def build_typed_table(raw: RawTable) -> TypedTable | None:
     """The one normaliser for tables of every source: header rows merged, typed columns with their period,
     unit and scale, row labels with their section and totals. None if the table has no data rows."""
-    rows = [[_clean(c) for c in r] for r in raw.rows if any(not blank(c) for c in r)]
+    given = raw.indents if raw.indents and len(raw.indents) == len(raw.rows) else [None] * len(raw.rows)
+    rows, indents = [], []
+    for r, ind in zip(raw.rows, given):
+        if any(not blank(c) for c in r):
+            parts = split_merged_rows([[_clean(c) for c in r]], _is_number)
+            rows += parts
+            indents += [ind] * len(parts)
     if len(rows) < 2:
         return None
-    rows = split_merged_rows(rows, _is_number)
     rows, sym_currency = drop_empty_columns(rows)
     if not rows or not rows[0]:
         return None
@@ -235,7 +240,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     if labels and (CAPTION.search(labels[0]) or len(labels[0].split()) > 4):
         notes.append(labels[0])  # a caption over the row labels is no column name
         labels[0] = ""
-    body = rows[n_head:]
+    body, indents = rows[n_head:], indents[n_title + n_head:]
     if not body:
         return None
     note_text = " ".join(str(n) for n in notes + labels if n)
@@ -261,17 +266,21 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     has_values = [any(not blank(r[j]) for j in range(width) if j != label_col) for r in body]
     metas: list[RowMeta] = []
     if label_col is not None:
-        merged_body, merged_values = [], []
+        merged_body, merged_values, merged_ind = [], [], []
         for i, r in enumerate(body):
+            ind = indents[i]
             prev_open = merged_body and not merged_values[-1] and merged_body[-1][0]
             if prev_open and ((isinstance(r[0], str) and r[0][:1].islower()) or (blank(r[0]) and has_values[i])):
                 r = [f"{merged_body[-1][0]} {r[0] or ''}".strip()] + r[1:]
                 merged_body.pop()
                 merged_values.pop()
+                ind = merged_ind.pop()
             merged_body.append(r)
             merged_values.append(has_values[i])
+            merged_ind.append(ind)
         body, has_values = merged_body, merged_values
-        metas, kept = row_meta([str(r[0] or "") for r in body], has_values, scale, note_text)
+        metas, kept = row_meta([str(r[0] or "") for r in body], has_values, scale, note_text,
+                               merged_ind if any(x is not None for x in merged_ind) else None)
         body = [body[i] for i in kept]
     columns, used = [], set(RESERVED)
     for j in range(width):
@@ -308,6 +317,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
             else:
                 out.append(None if blank(c) else str(c))
         typed_rows.append(out)
+    header_currency = header_currency or next((c.currency for c in columns if c.currency), "")
     table_unit = " ".join(x for x in (header_currency, scale) if x)
     statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas])
     return TypedTable(title or "table", raw.page, table_unit, columns, typed_rows, section=str(raw.context or "")[:300],

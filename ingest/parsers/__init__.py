@@ -28,6 +28,7 @@ class RawTable:
     bbox: tuple[float, float, float, float] | None = None  # PDF points (x0, top, x1, bottom), top-left origin
     header_rows: int | None = None  # the parser's count of header rows, when its layout tells it
     source: str = ""  # how it was found: "ruled" | "aligned" (PDF), "" elsewhere
+    indents: list[float | None] | None = None  # x of each row's first cell when the layout gives it
 
 
 @dataclass

@@ -17,6 +17,7 @@ from ingest.errors import IngestError
 from ingest.parsers import Page, ParsedDocument, RawTable
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
+log = logging.getLogger(__name__)
 
 NUM_TOKEN = re.compile(r"(?<![\w.])\(?[$€£]?\s?\d[\d,]*(?:\.\d+)?\)?%?(?![\w])")
 TABLE_BUDGET_S = 120.0  # table search per document; past it the rest of the pages keep only their text
@@ -74,6 +75,22 @@ def numbers_aligned(textpage, text: str) -> bool:
     return (len(counts) >= 2 and counts[1] >= 3) or (bool(counts) and counts[0] >= 8)
 
 
+def _sideways(textpage, text: str) -> bool:
+    """Most sampled characters turned by about 90 degrees: a landscape table printed on a portrait page."""
+    import math
+
+    import pypdfium2.raw as raw
+
+    idx = [i for i in range(0, len(text), max(1, len(text) // 24)) if not text[i].isspace()][:24]
+    if len(idx) < 6:
+        return False
+    turned = 0
+    for i in idx:
+        angle = float(raw.FPDFText_GetCharAngle(textpage.raw, i))
+        turned += abs(math.sin(angle)) > 0.9
+    return turned > 0.6 * len(idx)
+
+
 def _headings(lines: list[str], sizes: list[float]) -> tuple[str, list[tuple[int, int]]]:
     body = Counter(s for s in sizes if s).most_common(1)
     body_size = body[0][0] if body else 0.0
@@ -108,6 +125,7 @@ def _pdfium_page(page, number: int) -> tuple[Page, bool]:
                 sizes.append(round(float(size), 1))
             start += len(piece)
         hint = aligned and numbers_aligned(tp, text) if may_hold_table(text) else False
+        hint = hint or (aligned and _sideways(tp, text))
     finally:
         tp.close()
     paths = 0
@@ -178,7 +196,12 @@ def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
                 if len(page.chars) > MAX_TABLE_CHARS:
                     warnings.append(f"page {number}: too many characters to search for tables")
                     continue
-                page_found, upright_text = page_tables(page, number)
+                try:
+                    page_found, upright_text = page_tables(page, number)
+                except Exception as exc:  # noqa: BLE001 - one odd page loses its tables, not the document's
+                    log.warning("table search failed on page %d of %s", number, path.name, exc_info=True)
+                    warnings.append(f"page {number}: table search failed ({type(exc).__name__})")
+                    continue
                 found.extend(page_found)
                 if upright_text is not None:  # a sideways page: its text read upright
                     pages[number - 1] = Page(number, upright_text)
