@@ -120,10 +120,11 @@ def test_batch_job_over_the_api(client, acme_doc):
     assert client.get(f"/api/batch/{job_id}", headers=B).status_code == 404
     for _ in range(600):
         job = client.get(f"/api/batch/{job_id}", headers=A).json()
-        if job["status"] != "running":
+        if job["status"] not in ("pending", "running"):
             break
         time.sleep(0.2)
     assert job["status"] == "done" and job["total"] == 1 and len(job["rows"]) == 1, job
+    assert job["done"] == 1 and job["progress"] == 1.0 and job["rows"][0]["route"] == "rag"
     assert job["rows"][0]["document"] == MSA and any("New York" in c["quote"] for c in job["rows"][0]["citations"])
 
 

@@ -112,7 +112,7 @@ def test_batch_resumes_after_a_kill_without_duplicates(tmp_path, corpus):
             assert c["filename"] == r["document"]  # each pair is answered from its own document
         old = before.get((r["doc_id"], r["question_id"]))
         if old is not None:  # finished rows were kept, not redone
-            assert r["answer"] == old["answer"] and r["updated_at"] == str(old["updated_at"]).replace(" ", "T")
+            assert r["answer"] == old["answer"] and r["updated_at"][:26] == str(old["updated_at"]).replace(" ", "T")[:26]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "docs", "questions.yaml", "results.jsonl"]
 
 
