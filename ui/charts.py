@@ -78,7 +78,7 @@ def result_figure(columns: Sequence[str], rows: Sequence[Sequence[Any]], kind: s
         xaxis_type="category",  # years and periods are labels, not a continuous scale
         margin={"l": 40, "r": 10, "t": 40 if title else 10, "b": 40},
     )
-    return fig
+    return chronological(fig)
 
 
 def period_key(column: str) -> tuple[int, int]:
@@ -120,7 +120,35 @@ def _periods_figure(columns, rows, kind, labels, periods, title) -> go.Figure:
     return fig
 
 
+PERIOD_LABEL = re.compile(r"^(?:(FY) ?|(Q[1-4]) ?)?((?:19|20)\d\d)(?:\.0)?$", re.I)
+
+
+def _label_key(label) -> tuple[int, int] | None:
+    m = PERIOD_LABEL.match(str(label).strip())
+    if not m:
+        return None
+    return int(m.group(3)), int(m.group(2)[1]) if m.group(2) else 5
+
+
+def chronological(fig: go.Figure) -> go.Figure:
+    """Traces whose x values are all periods (2022, FY 2024, Q3 2024) run oldest first."""
+    for trace in fig.data:
+        x, y = getattr(trace, "x", None), getattr(trace, "y", None)
+        if x is None or y is None or len(x) != len(y) or len(x) < 2:
+            continue
+        keys = [_label_key(v) for v in x]
+        if all(k is not None for k in keys) and keys != sorted(keys):
+            order = sorted(range(len(x)), key=lambda i: keys[i])
+            trace.x, trace.y = [x[i] for i in order], [y[i] for i in order]
+    return fig
+
+
 def answer_figure(answer: dict, kind: str = "auto") -> go.Figure | None:
+    fig = _answer_figure(answer, kind)
+    return chronological(fig) if fig is not None else None
+
+
+def _answer_figure(answer: dict, kind: str = "auto") -> go.Figure | None:
     """The figure to show for an answer: the agent's chart for ``auto``, else one built from its rows."""
     columns, rows = answer.get("columns") or [], answer.get("rows") or []
     if kind == "auto":

@@ -158,3 +158,11 @@ def test_too_long_question_gets_a_friendly_message():
 
     text = too_long_message("x" * 100_000)
     assert "100,000 characters" in text and f"{MAX_QUESTION_CHARS:,}" in text and "Error" not in text
+
+
+def test_an_agent_chart_over_years_runs_oldest_first():
+    chart = {"data": [{"type": "bar", "name": "revenue", "x": ["2024", "2023", "2022"], "y": [3, 2, 1]}]}
+    fig = answer_figure({"columns": ["year", "revenue"], "rows": [[2024, 3], [2023, 2], [2022, 1]], "chart": chart})
+    assert list(fig.data[0].x) == ["2022", "2023", "2024"] and list(fig.data[0].y) == [1, 2, 3]
+    fig = result_figure(["year", "revenue"], [[2024.0, 3.0], [2022.0, 1.0]], "line")
+    assert list(fig.data[0].x) == ["2022", "2024"]
