@@ -79,10 +79,14 @@ def ingest(
     resume: bool = typer.Option(False, "--resume", help="first finish every ingest job a crash left open"),
     api_key: Optional[str] = typer.Option(None, "--api-key", help=API_KEY_HELP),
 ) -> None:
-    """Ingest documents (PDF, DOCX, HTML, TXT/Markdown, XLSX/CSV) with a progress bar and a summary."""
+    """Ingest documents (PDF, DOCX, HTML, TXT/Markdown, XLSX/CSV) with a progress bar and a summary.
+
+    With a server running on this data dir, the files go through its REST API."""
     from ingest.cli_command import ingest_command
 
-    raise typer.Exit(ingest_command(get_settings(), paths or [], tenant, resume=resume))
+    raise typer.Exit(beside_server(
+        lambda client, console: remote_calls().remote_ingest(client, paths or [], console),
+        lambda: ingest_command(get_settings(), paths or [], tenant, resume=resume), tenant, api_key))
 
 
 @cli.command()
