@@ -1,206 +1,231 @@
-"""Deterministic BI planner: maps a numeric question onto a catalogue table, its rows/columns, an aggregate
-and periods, and writes the SQL. Used with the small embedded model (a larger model writes SQL itself).
+"""Deterministic BI planner: scope -> catalogue search -> a typed program over grounded cells, or None
+with the reason when no table in scope answers the question confidently (the agent then hands over to RAG).
 
-Two table shapes are understood: *wide* (a label column of line items or segments, one numeric column per
-period, e.g. ``item | y2024 | y2023``) and *long* (a period column and numeric metric columns, e.g.
-``year | revenue_usd``).
+``plan_question(question, tables, kb=..., tenant=...)`` is the entry point; the program it returns carries
+its table view, operands (row x column cells), SQL and confidence (``bi_program.Program``).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
+from app.agent.bi_catalog import load_views, rank_tables, scope_tables, vector_cache
+from app.agent.bi_ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
+                                 match_rows, period_order)
+from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period  # noqa: F401 (re-exported)
+from app.agent.bi_program import Operand, Program
+from app.agent.bi_question import ParsedQuestion, entity_text, parse_question
+from app.agent.bi_table import Col, Row, TableView
 from app.agent.text import content_words
 
-NUMERIC_CUES = re.compile(
-    r"\b(how much|total|sum|revenue|income|profit|loss|growth|grow|grew|increase|decrease|change|average|mean|"
-    r"margin|cost|expenses?|ebitda|quarter|q[1-4]|fiscal|fy|segment|compare|comparison|percent|%|by year|"
-    r"each year|per year|trend|figures?|amount)\b", re.I)
-GROWTH = re.compile(r"\b(growth|grow|grew|increase|decrease|change|rise|rose|fell|declin\w*)\b", re.I)
-AVERAGE = re.compile(r"\b(average|mean)\b", re.I)
-ALL_ROWS = re.compile(r"\b(by segment|each segment|per segment|segments|all rows|every segment|breakdown)\b", re.I)
-FY = re.compile(r"\b(fy|full[- ]year|fiscal year|annual|whole year)\b", re.I)
-YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
-QUARTER = re.compile(r"\bq([1-4])(?:\s*(?:of\s*)?((?:19|20)\d\d))?\b", re.I)
-PERIOD_NAME = re.compile(r"^(?:(?P<fy>fy)_?|y|q(?P<q>[1-4])_?)?(?P<year>(?:19|20)\d\d)$")
-PERIOD_COLUMN_NAMES = {"year", "period", "quarter", "fiscal_year", "fy", "date"}
-
-
-def looks_numeric(question: str) -> bool:
-    return bool(NUMERIC_CUES.search(question))
+CONFIDENT = 0.55  # below: hand over to RAG
+ROW_FLOOR = 0.45  # a row named by the question at least this well
+_VIEWS: dict = {}
 
 
 @dataclass
-class Period:
-    year: int
-    quarter: Optional[int] = None  # 1..4
-    fy: bool = False
-
-    def label(self) -> str:
-        return f"FY {self.year}" if self.fy else (f"Q{self.quarter} {self.year}" if self.quarter else str(self.year))
+class PlanResult:
+    program: Optional[Program]
+    reason: str  # why there is no program (or "ok")
+    scope: str = ""
+    tried: list[str] = field(default_factory=list)
 
 
-def column_period(name: str, label: str = "") -> Optional[Period]:
-    key = re.sub(r"[^a-z0-9]+", "_", (label or name).lower()).strip("_")
-    for candidate in (key, name.lower()):
-        m = PERIOD_NAME.match(candidate)
-        if m:
-            return Period(int(m["year"]), int(m["q"]) if m["q"] else None, bool(m["fy"]))
-    return None
-
-
-@dataclass
-class QuestionPeriods:
-    years: set[int] = field(default_factory=set)
-    quarters: set[tuple[int, Optional[int]]] = field(default_factory=set)
-    fy: bool = False
-
-    @property
-    def any(self) -> bool:
-        return bool(self.years or self.quarters)
-
-
-def question_periods(question: str) -> QuestionPeriods:
-    qp = QuestionPeriods(years={int(y) for y in YEAR.findall(question)}, fy=bool(FY.search(question)))
-    for q, y in QUARTER.findall(question):
-        qp.quarters.add((int(q), int(y) if y else None))
-    return qp
-
-
-def select_period_columns(cols: list[tuple[str, Period]], qp: QuestionPeriods, total: bool) -> list[str]:
-    if qp.quarters:
-        picked = [c for c, p in cols if p.quarter and any(p.quarter == q and (y is None or y == p.year)
-                                                          for q, y in qp.quarters)]
-        if picked:
-            return picked
-    fy_cols = [(c, p) for c, p in cols if p.fy]
-    if (qp.fy or total) and fy_cols:
-        picked = [c for c, p in fy_cols if not qp.years or p.year in qp.years]
-        if picked:
-            return picked
-    if qp.years:
-        plain = [c for c, p in cols if not p.quarter and not p.fy and p.year in qp.years]
-        return plain or [c for c, p in cols if p.year in qp.years]
-    return [c for c, _ in cols]
-
-
-@dataclass
-class BiPlan:
-    table: object  # ingest TableInfo
-    sql: str
-    kind: str  # values | growth | sum | average
-    score: float
-    label_column: Optional[str] = None
-    row_labels: list[str] = field(default_factory=list)
-    value_columns: list[str] = field(default_factory=list)
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def plan_question(question: str, tables: list, row_labels_of) -> Optional[BiPlan]:
-    """The best plan over ``tables`` or None. ``row_labels_of(table, column) -> list[str]`` reads labels."""
-    words = content_words(question)
-    qp = question_periods(question)
-    growth, average = bool(GROWTH.search(question)), bool(AVERAGE.search(question))
-    total = bool(re.search(r"\b(total|sum|full[- ]year)\b", question, re.I))
-    best: Optional[BiPlan] = None
-    for t in tables:
-        plan = _plan_wide(t, question, words, qp, growth, average, total, row_labels_of) or \
-            _plan_long(t, words, qp, growth, average, total)
-        if plan and (best is None or plan.score > best.score):
-            best = plan
-    return best if best and best.score >= 0.5 else None
-
-
-def _title_bonus(t, words: set[str]) -> float:
-    return 0.25 * len(content_words(t.title) & words)
-
-
-def _plan_wide(t, question, words, qp, growth, average, total, row_labels_of) -> Optional[BiPlan]:
-    text_cols = [c.name for c in t.columns if c.sql_type.upper() == "TEXT"]
-    periods = [(c.name, p) for c in t.columns if c.sql_type.upper() != "TEXT"
-               for p in [column_period(c.name, c.label)] if p]
-    if not text_cols or not periods:
-        return None
-    label_col = text_cols[0]
-    labels = [lab for lab in row_labels_of(t, label_col) if lab]
-    scored = []
-    for lab in labels:
-        lw = content_words(lab)
-        if lw:
-            overlap = len(lw & words)
-            scored.append((overlap / len(lw) if overlap else 0.0, lab))
-    top = max((s for s, _ in scored), default=0.0)
-    rows = [lab for s, lab in scored if s == top and s >= 0.5]
-    if len(rows) > 1 and any(r.strip().lower() == "total" for r in rows):  # "total of A and B": the aggregate
-        rows = [r for r in rows if r.strip().lower() != "total"]
-    if ALL_ROWS.search(question) and not (top == 1.0 and len(rows) == 1 and rows[0].lower() != "total"):
-        rows, top = [lab for lab in labels if lab.strip().lower() != "total"], max(top, 0.75)
-    if not rows:
-        return None
-    score = top + _title_bonus(t, words) + 0.25 * len(content_words(label_col.replace("_", " ")) & words)
-    matched = select_period_columns(periods, qp, total)
-    if qp.quarters and any(p.quarter for c, p in periods if c in matched):
-        score += 0.3
-    elif qp.any:
-        score += 0.1 if any(p.year in qp.years for c, p in periods if c in matched) else -0.5
-    by_name = dict(periods)
-    where = f" WHERE {_q(label_col)} IN ({', '.join(_lit(r) for r in rows)})"
-    if growth:
-        ordered = sorted(matched if len(matched) >= 2 else [c for c, p in periods if not p.quarter and not p.fy]
-                         or [c for c, _ in periods], key=lambda c: (by_name[c].year, by_name[c].quarter or 0),
-                         reverse=True)
-        if len(ordered) < 2:
-            return None
-        new, old = ordered[0], ordered[1]
-        sql = (f"SELECT {_q(label_col)}, {_q(new)}, {_q(old)}, ROUND(({_q(new)} / {_q(old)} - 1) * 100, 2) "
-               f"AS growth_pct FROM {_q(t.sql_name)}{where} ORDER BY row_num")
-        return BiPlan(t, sql, "growth", score, label_col, rows, [new, old])
-    breakdown = bool(re.search(r"\b(by|each|per)\b", question, re.I))
-    if len(rows) > 1 and not breakdown and (average or (total and "total" not in [r.lower() for r in rows])) \
-            and len(matched) == 1:
-        fn = "AVG" if average else "SUM"
-        sql = f"SELECT {fn}({_q(matched[0])}) AS {'average' if average else 'total'} FROM {_q(t.sql_name)}{where}"
-        return BiPlan(t, sql, "average" if average else "sum", score, label_col, rows, matched)
-    cols = ", ".join(_q(c) for c in matched)
-    sql = f"SELECT {_q(label_col)}, {cols} FROM {_q(t.sql_name)}{where} ORDER BY row_num"
-    return BiPlan(t, sql, "values", score, label_col, rows, matched)
-
-
-def _plan_long(t, words, qp, growth, average, total) -> Optional[BiPlan]:
-    period_col = next((c.name for c in t.columns if c.name.lower() in PERIOD_COLUMN_NAMES
-                       or content_words(c.label or "") & {"year", "period", "quarter"}), None)
-    metrics = []
-    for c in t.columns:
-        if c.sql_type.upper() == "TEXT" or c.name == period_col:
+def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_ids=None,
+                  encode: Optional[Callable] = None) -> PlanResult:
+    pq = parse_question(question)
+    in_scope, why = scope_tables(tables, question, doc_ids)
+    if not in_scope:
+        return PlanResult(None, "no table in the documents in scope", why)
+    if len(_VIEWS) > 2000:
+        _VIEWS.clear()
+    views = load_views(kb, tenant, in_scope, _VIEWS)
+    if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
+        encode = vector_cache(kb.embedder).encode
+    cands = rank_tables(views, entity_text(pq.phrase) or pq.phrase,
+                        vector_cache(kb.embedder) if kb is not None and encode is not None else None)
+    best: Optional[Program] = None
+    tried = []
+    for cand in cands:
+        prog = build_program(cand.view, pq, encode)
+        if prog is None:
             continue
-        cw = content_words(f"{c.name.replace('_', ' ')} {c.label}")
-        overlap = len(cw & words)
-        if overlap:
-            metrics.append((overlap / max(1, len(cw)), c.name))
-    if period_col is None or not metrics:
+        prog.confidence += 0.1 * cand.score
+        tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}")
+        if best is None or prog.confidence > best.confidence:
+            best = prog
+    if best is None:
+        return PlanResult(None, "no table in scope has the rows and periods the question names", why, tried)
+    if best.confidence < CONFIDENT:
+        return PlanResult(None, f"not confident ({best.confidence:.2f}) that {best.table.title!r} answers it",
+                          why, tried)
+    return PlanResult(best, "ok", why, tried)
+
+
+def build_program(view: TableView, pq: ParsedQuestion, encode=None) -> Optional[Program]:
+    matches = match_rows(view, pq, encode)
+    if not matches:
         return None
-    top = max(s for s, _ in metrics)
-    metric = next(name for s, name in metrics if s == top)
-    score = max(0.5, top) + _title_bonus(t, words)
-    table, p, m = _q(t.sql_name), _q(period_col), _q(metric)
-    where = f" WHERE CAST({p} AS INTEGER) IN ({', '.join(map(str, sorted(qp.years)))})" if qp.years else ""
-    if growth:
-        sql = (f"SELECT cur.{p} AS period, cur.{m} AS value, prev.{m} AS previous, "
-               f"ROUND((cur.{m} / prev.{m} - 1) * 100, 2) AS growth_pct FROM {table} cur JOIN {table} prev "
-               f"ON CAST(prev.{p} AS INTEGER) = CAST(cur.{p} AS INTEGER) - 1"
-               + (where.replace(p, f"cur.{p}") if where else "") + f" ORDER BY cur.{p}")
-        return BiPlan(t, sql, "growth", score, period_col, [], [metric])
-    if (total or average) and not (qp.years and len(qp.years) == 1):
-        fn = "AVG" if average else "SUM"
-        sql = f"SELECT {fn}({m}) AS {'average' if average else 'total'} FROM {table}{where}"
-        return BiPlan(t, sql, "average" if average else "sum", score, period_col, [], [metric])
-    sql = f"SELECT {p}, {m} FROM {table}{where} ORDER BY row_num"
-    return BiPlan(t, sql, "values", score, period_col, [], [metric])
+    cols_named: list[Col] = []
+    for p in pq.periods:
+        c = col_for_period(view, p, pq)
+        if c is None:
+            if view.period_cols:
+                return None  # the table does not have the period asked for
+            continue
+        if c not in cols_named:
+            cols_named.append(c)
+    maker = {"lookup": _lookup, "difference": _change, "pct_change": _change, "average": _average,
+             "sum": _sum, "ratio": _ratio, "max": _extreme, "min": _extreme, "count": _lookup}[pq.op]
+    prog = maker(view, pq, matches, cols_named)
+    if prog is None or not prog.operands:
+        return None
+    if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
+        return None
+    prog.confidence = _confidence(view, pq, matches, prog)
+    return prog
+
+
+def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], prog: Program) -> float:
+    used = {id(o.row) for o in prog.operands}
+    scores = [m.score for m in matches if id(m.row) in used]
+    row_score = min(scores) if scores else 0.0
+    if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min")):  # over all rows: the column decides
+        row_score = max(row_score, 0.7)
+    explained = set()
+    for o in prog.operands:
+        explained |= content_words(o.row.text) | content_words(o.col.title)
+    explained |= content_words(view.info.title or "") | content_words(getattr(view.info, "section", "") or "")
+    from app.agent.bi_ground import expanded_words
+    want = content_words(entity_text(pq.phrase))
+    covered = len(want & expanded_words(" ".join(sorted(explained)))) / max(1, len(want)) if want else 0.5
+    return 0.6 * min(1.0, row_score) + 0.4 * covered
+
+
+def _ops(rows: list[Row], cols: list[Col]) -> list[Operand]:
+    return [Operand(r, c, r.cells[c.key]) for r in rows for c in cols if c.key in r.cells]
+
+
+def _default_cols(view: TableView, pq: ParsedQuestion, n: Optional[int]) -> list[Col]:
+    if view.period_cols:
+        return latest_cols(view, pq, n or 99)
+    named = [c for s, c in match_cols(view, pq) if s >= 0.5]
+    if named:
+        return named[: n or 99]
+    return view.cols[: n or 99]
+
+
+def _lookup(view, pq, matches, cols_named):
+    if pq.breakdown and view.period_cols and re.search(r"\b(each|by|per|every) (year|period|quarter)", pq.text, re.I):
+        top = distinct_rows(matches, 1, ROW_FLOOR)
+        return Program("lookup", view, _ops([top[0].row], view.period_cols)) if top else None
+    if pq.breakdown:
+        rows = [r for r in view.rows if not r.is_total] or view.rows
+        cols = cols_named or [best_col(view.period_cols or view.cols, pq)]
+        return Program("lookup", view, _ops(rows, cols))
+    top = distinct_rows(matches, 2 if " and " in pq.phrase else 1, ROW_FLOOR)
+    if not top:
+        return None
+    cols = cols_named or _default_cols(view, pq, None)
+    return Program("lookup", view, _ops([m.row for m in sorted(top, key=lambda m: m.pos)], cols))
+
+
+def _previous(view: TableView, col: Col, pq: ParsedQuestion) -> Optional[Col]:
+    older = [c for c in view.period_cols if (c.period.year, c.period.quarter or 0) < (col.period.year,
+                                                                                    col.period.quarter or 0)
+             and bool(c.period.quarter) == bool(col.period.quarter)]
+    if not older:
+        return None
+    newest = max((c.period.year, c.period.quarter or 0) for c in older)
+    return best_col([c for c in older if (c.period.year, c.period.quarter or 0) == newest], pq)
+
+
+def _two_rows(matches, pq) -> list[RowMatch]:
+    two = distinct_rows(matches, 2, ROW_FLOOR)
+    return sorted(two, key=lambda m: m.pos) if len(two) == 2 else []
+
+
+def _change(view, pq, matches, cols_named):
+    op = pq.op
+    if len(cols_named) >= 2 and view.period_cols:
+        new, old = period_order(cols_named)[:2]
+        return Program(op, view, _ops([matches[0].row], [new, old]))
+    two = _two_rows(matches, pq)
+    if two and (len(cols_named) <= 1):
+        col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+        return Program(op, view, [Operand(m.row, col, m.row.cells[col.key]) for m in two if col.key in m.row.cells])
+    named = [c for s, c in match_cols(view, pq) if s >= 0.5 and c.period is None]
+    if len(named) >= 2:
+        return Program(op, view, _ops([matches[0].row], named[:2]))
+    if cols_named and view.period_cols:
+        prev = _previous(view, cols_named[0], pq)
+        if prev is None:
+            return None
+        return Program(op, view, _ops([matches[0].row], [cols_named[0], prev]))
+    cols = latest_cols(view, pq, 2) if view.period_cols else []
+    if len(cols) < 2:
+        return None
+    return Program(op, view, _ops([matches[0].row], cols))
+
+
+def _average(view, pq, matches, cols_named):
+    row = matches[0].row
+    if len(cols_named) >= 2:
+        cols = cols_named
+    elif len(cols_named) == 1 and view.period_cols:  # "the 2019 average X": 2019 and the year before
+        prev = _previous(view, cols_named[0], pq)
+        cols = [cols_named[0]] + ([prev] if prev else [])
+    elif view.period_cols:
+        cols = latest_cols(view, pq, 99)
+    else:
+        two = _two_rows(matches, pq)
+        col = _default_cols(view, pq, 1)[0]
+        if two:
+            return Program("average", view, [Operand(m.row, col, m.row.cells[col.key]) for m in two
+                                              if col.key in m.row.cells])
+        cols = [c for c in view.cols if row.cells.get(c.key) and row.cells[c.key].value is not None]
+    cols = [c for c in cols if c.key in row.cells and row.cells[c.key].value is not None]
+    if len(cols) < 2:
+        return None
+    return Program("average", view, _ops([row], cols))
+
+
+def _sum(view, pq, matches, cols_named):
+    if len(cols_named) >= 2:
+        return Program("sum", view, _ops([matches[0].row], cols_named))
+    two = _two_rows(matches, pq)
+    if not two:
+        return None
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    return Program("sum", view, [Operand(m.row, col, m.row.cells[col.key]) for m in two if col.key in m.row.cells])
+
+
+def _ratio(view, pq, matches, cols_named):
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    two = _two_rows(matches, pq)
+    if two:
+        a, b = two
+        if a.row.is_total and not b.row.is_total:  # "the share of the total that is X": total divides
+            a, b = b, a
+        rows = [a.row, b.row]
+    else:
+        if not matches or matches[0].score < ROW_FLOOR:
+            return None
+        totals = [r for r in view.rows if r.is_total and r is not matches[0].row]
+        if not totals or not pq.wants_total:
+            return None
+        rows = [matches[0].row, totals[-1]]
+    ops = [Operand(r, col, r.cells[col.key]) for r in rows if col.key in r.cells]
+    return Program("ratio", view, ops, percent=pq.percent) if len(ops) == 2 else None
+
+
+def _extreme(view, pq, matches, cols_named):
+    if view.period_cols and (pq.which and any(w in pq.text.lower() for w in ("year", "period", "quarter"))):
+        if not matches or matches[0].score < ROW_FLOOR:
+            return None
+        cols = cols_named or latest_cols(view, pq, 99)
+        return Program(pq.op, view, _ops([matches[0].row], cols))
+    rows = [r for r in view.rows if not r.is_total]
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    return Program(pq.op, view, _ops(rows, [col]))

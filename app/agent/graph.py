@@ -12,11 +12,10 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from app.agent.bi_planner import looks_numeric, plan_question
-from app.agent.nodes_bi import make_bi_node
+from app.agent.nodes_bi import bi_confident, make_bi_node
 from app.agent.nodes_long import make_long_node, wants_long
 from app.agent.nodes_rag import make_rag_nodes
-from app.agent.state import AgentDeps, AgentState
+from app.agent.state import AgentDeps, AgentState, stream_final_text
 
 
 def make_checkpointer(url: str):
@@ -49,10 +48,8 @@ def build_graph(deps: AgentDeps, checkpointer=None):
         if mode != "auto":
             return {"route": mode}
         q = state["question"]
-        if looks_numeric(q):
-            tables = deps.kb.list_tables(state["tenant"])
-            if tables and plan_question(q, tables, _labels(deps, state["tenant"])) is not None:
-                return {"route": "bi"}
+        if bi_confident(deps, state):  # a table in scope answers it with a confident program
+            return {"route": "bi"}
         previous = [m for m in (state.get("messages") or [])[:-1] if m["role"] == "assistant"]
         follow_up = bool(previous) and (previous[-1].get("answer") or {}).get("route") == "long"
         return {"route": "long" if wants_long(q) or follow_up else "rag"}
@@ -72,7 +69,9 @@ def build_graph(deps: AgentDeps, checkpointer=None):
     def finish(state: AgentState) -> dict:
         answer = {"answer": state.get("answer") or "", "citations": state.get("citations") or [],
                   "route": state.get("route") or "rag", "sql": state.get("sql"), "columns": state.get("columns"),
-                  "rows": state.get("rows"), "chart": state.get("chart"), "supported": bool(state.get("supported"))}
+                  "rows": state.get("rows"), "chart": state.get("chart"), "supported": bool(state.get("supported")),
+                  "related": state.get("related") or []}
+        stream_final_text(answer["answer"])  # the stream carries only the text that stands in the answer
         return {"messages": [{"role": "assistant", "content": answer["answer"], "answer": answer}]}
 
     g = StateGraph(AgentState)
@@ -97,9 +96,3 @@ def build_graph(deps: AgentDeps, checkpointer=None):
     g.add_edge("finish", END)
     return g.compile(checkpointer=checkpointer)
 
-
-def _labels(deps: AgentDeps, tenant: str):
-    def read(table, column):
-        res = deps.kb.run_sql(tenant, f'SELECT "{column}" FROM "{table.sql_name}" ORDER BY row_num')
-        return [str(r[0]).strip() for r in res.rows if r[0] is not None]
-    return read

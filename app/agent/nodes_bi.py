@@ -1,34 +1,26 @@
-"""BI node: numeric questions answered by SQL over the extracted tables, with the SQL, the result table,
-a plotly chart spec and a citation of the table's source page.
+"""BI node: a question answered by a typed program over one in-scope table (``bi_planner``), run as SQL.
+The answer states the value with its unit, the formula in words, the rows used, the SQL and a citation of
+the table's page; when no confident plan exists (or anything fails) the node hands over to RAG with the
+reason, never raising to the caller and never using a table outside the scope.
 
-With the small embedded model the deterministic planner (``bi_planner``) writes the SQL; with a model that
-``supports_sql`` (a larger model behind an OpenAI-compatible server) the model writes it, and the SQL is
-validated read-only by ``KnowledgeBase.run_sql`` before it runs (falling back to the planner if rejected).
+With a model that ``supports_sql`` (a larger model behind LEXICON_LLM_BASE_URL) the model may write the SQL;
+it runs only if it reads in-scope tables and passes the same read-only validator, else the planner's program.
 """
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any, Optional
 
 from app import prompts
-from app.agent.bi_planner import BiPlan, column_period, plan_question
+from app.agent.bi_catalog import scope_tables
+from app.agent.bi_format import answer_text, column_title, lookup_text  # noqa: F401 (re-exported)
+from app.agent.bi_planner import PlanResult, plan_question
+from app.agent.bi_program import ARITHMETIC, Program, fmt
 from app.agent.state import AgentDeps, AgentState
 
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer() and 1900 <= v <= 2100:  # a year read as REAL
-        return str(int(v))
-    if isinstance(v, float):
-        return f"{v:,.2f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def column_title(table, name: str) -> str:
-    col = next((c for c in table.columns if c.name == name), None)
-    p = column_period(name, col.label if col else "")
-    return p.label() if p else ((col.label if col and col.label else name))
+log = logging.getLogger(__name__)
+_fmt = fmt  # used by app.service
 
 
 def schema_text(tables: list) -> str:
@@ -40,55 +32,20 @@ def schema_text(tables: list) -> str:
     return "\n".join(lines)
 
 
-def answer_text(plan: Optional[BiPlan], columns: list[str], rows: list[list], unit: str) -> str:
-    if not rows:
-        return "The query returned no rows."
-    unit_s = f" ({unit})" if unit else ""
-    table = plan.table if plan else None
-    if plan and plan.kind == "growth":
-        parts = []
-        for r in rows:
-            label, new, old, pct = (r[0], r[1], r[2], r[3]) if len(r) >= 4 else (None, *r[:3])
-            a, b = plan.value_columns[:2] if len(plan.value_columns) >= 2 else ("current", "previous")
-            a_t, b_t = (column_title(table, a), column_title(table, b)) if plan.label_column != a else (a, b)
-            metric = column_title(table, plan.value_columns[0]) if table else plan.value_columns[0]
-            name = f"{label}: " if plan.row_labels else f"{metric} in {_fmt(label)}: "
-            if plan.row_labels:
-                parts.append(f"{name}{a_t} {_fmt(new)} vs {b_t} {_fmt(old)}, growth {_fmt(pct)}%")
-            else:
-                parts.append(f"{name}{_fmt(new)} vs {_fmt(old)} the year before, growth {_fmt(pct)}%")
-        return "; ".join(parts) + unit_s + "."
-    if plan and plan.kind in ("sum", "average"):
-        what = ", ".join(plan.row_labels) or column_title(table, plan.value_columns[0])
-        cols = ", ".join(column_title(table, c) for c in plan.value_columns) if plan.row_labels else ""
-        word = "Total" if plan.kind == "sum" else "Average"
-        return f"{word} of {what}{' in ' + cols if cols else ''}: {_fmt(rows[0][0])}{unit_s}."
-    parts = []
-    titles = [column_title(table, c) if table else c for c in columns]
-    for r in rows:
-        if len(r) > 1:
-            parts.append(f"{_fmt(r[0])}: " + ", ".join(f"{titles[i]} {_fmt(v)}" for i, v in enumerate(r[1:], 1)))
-        else:
-            parts.append(_fmt(r[0]))
-    return "; ".join(parts) + unit_s + "."
-
-
-def chart_spec(plan: Optional[BiPlan], columns: list[str], rows: list[list], title: str) -> Optional[dict]:
-    axis = {plan.label_column, "period"} if plan else set()  # a year column is the x axis, not a series
-    numeric = [i for i, c in enumerate(columns)
-               if c not in axis and rows and all(isinstance(r[i], (int, float)) for r in rows)]
-    if not rows or not numeric:
+def chart_spec(prog: Program, columns: list[str], rows: list[list], title: str) -> Optional[dict]:
+    ops = prog.operands
+    if not ops or any(not isinstance(o.cell.value, (int, float)) for o in ops):
         return None
-    table = plan.table if plan else None
-    if plan and plan.kind == "growth":
-        numeric = numeric[:2] if plan.row_labels else [1, 2][: len(columns) - 1]
-    labels = [i for i in range(len(columns)) if i not in numeric]
-    names = [" ".join(_fmt(r[i]) for i in labels) or str(n + 1) for n, r in enumerate(rows)]
-    titles = [column_title(table, columns[i]) if table else columns[i] for i in numeric]
-    if len(rows) == 1 or (len(numeric) > 1 and len(rows) <= 6):
-        data = [{"type": "bar", "name": names[n], "x": titles, "y": [r[i] for i in numeric]} for n, r in enumerate(rows)]
+    if prog.single_row or prog.op in ("lookup", "max", "min"):
+        by_row: dict = {}
+        for o in ops:
+            by_row.setdefault(o.row.label, []).append(o)
+        data = [{"type": "bar", "name": label, "x": [o.col.period.label() if o.col.period else o.col.title
+                                                         for o in os_], "y": [o.cell.value for o in os_]}
+                for label, os_ in by_row.items()]
     else:
-        data = [{"type": "bar", "name": titles[j], "x": names, "y": [r[i] for r in rows]} for j, i in enumerate(numeric)]
+        data = [{"type": "bar", "name": ops[0].col.title, "x": [o.row.label for o in ops],
+                 "y": [o.cell.value for o in ops]}]
     return {"data": data, "layout": {"title": {"text": title}, "barmode": "group"}}
 
 
@@ -109,18 +66,26 @@ def table_citation(kb, tenant: str, table, needles: list[str]) -> list[dict]:
     return []
 
 
+def in_scope_tables(deps: AgentDeps, state: AgentState) -> list:
+    tables = deps.kb.list_tables(state["tenant"])
+    return scope_tables(tables, state["question"], state.get("doc_ids"))[0]
+
+
+def plan_for(deps: AgentDeps, state: AgentState) -> PlanResult:
+    tables = deps.kb.list_tables(state["tenant"])
+    return plan_question(state["question"], tables, kb=deps.kb, tenant=state["tenant"], doc_ids=state.get("doc_ids"))
+
+
+def bi_confident(deps: AgentDeps, state: AgentState) -> bool:
+    """Routing: a table in scope answers the question with a confident program."""
+    try:
+        return plan_for(deps, state).program is not None
+    except Exception:  # a planner failure never blocks the question: RAG answers it
+        log.exception("BI planner failed while routing")
+        return False
+
+
 def make_bi_node(deps: AgentDeps):
-    def labels_of(tenant):
-        cache: dict = {}
-
-        def read(table, column):
-            key = (table.sql_name, column)
-            if key not in cache:
-                res = deps.kb.run_sql(tenant, f'SELECT "{column}" FROM "{table.sql_name}" ORDER BY row_num')
-                cache[key] = [str(r[0]).strip() for r in res.rows if r[0] is not None]
-            return cache[key]
-        return read
-
     def model_sql(question: str, tables: list) -> Optional[str]:
         if not deps.settings.llm_base_url:  # the small embedded model: the planner writes the SQL
             return None
@@ -131,34 +96,63 @@ def make_bi_node(deps: AgentDeps):
         m = re.search(r"```(?:sql)?\s*(.*?)```", text, re.S)
         return (m.group(1) if m else text).strip() or None
 
-    def bi(state: AgentState) -> dict:
-        tenant, question = state["tenant"], state["question"]
-        tables = deps.kb.list_tables(tenant)
-        if state.get("doc_ids"):
-            tables = [t for t in tables if t.doc_id in state["doc_ids"]]
-        if not tables:
-            return {"route": "rag", "fallback": "no tables"}
-        plan = plan_question(question, tables, labels_of(tenant))
-        sql, result = None, None
+    def from_model(state: AgentState, tables: list) -> Optional[dict]:
         try:
-            sql = model_sql(question, tables)
-            if sql:
-                result = deps.kb.run_sql(tenant, sql)  # read-only, this tenant's tables only
-        except Exception:  # rejected or failing model SQL: the planner's SQL instead
-            sql, result = None, None
-        if result is None:
-            if plan is None:
-                return {"route": "rag", "fallback": "no table matches the question"}
-            sql, result = plan.sql, deps.kb.run_sql(tenant, plan.sql)
-        else:
-            plan = plan if plan and plan.sql == sql else None
-        table = plan.table if plan else next((t for t in tables if t.sql_name in sql), tables[0])
+            sql = model_sql(state["question"], tables)
+            names = {t.sql_name.lower() for t in tables}
+            used = {n.lower() for n in re.findall(r'"?(t_[A-Za-z0-9_]+)"?', sql or "")}
+            if not sql or not used or not used <= names:  # only the in-scope tables
+                return None
+            result = deps.kb.run_sql(state["tenant"], sql)  # the same read-only validator
+        except Exception:
+            return None
+        if not result.rows:
+            return None
+        table = next(t for t in tables if t.sql_name.lower() in used)
         rows = [list(r) for r in result.rows]
-        needles = (plan.row_labels or [column_title(table, c) for c in plan.value_columns]) if plan else []
-        citations = table_citation(deps.kb, tenant, table, needles)
         return {"route": "bi", "sql": sql, "columns": list(result.columns), "rows": rows,
-                "answer": answer_text(plan, list(result.columns), rows, table.unit),
-                "chart": chart_spec(plan, list(result.columns), rows, table.title),
-                "citations": citations, "supported": bool(rows)}
+                "answer": lookup_text(list(result.columns), rows, table.unit) + f"\nSQL: {sql}",
+                "chart": None, "citations": table_citation(deps.kb, state["tenant"], table, []),
+                "supported": True}
+
+    def run_program(state: AgentState, prog: Program) -> Optional[dict]:
+        sql = prog.sql()
+        result = deps.kb.run_sql(state["tenant"], sql)
+        rows = [list(r) for r in result.rows]
+        columns = list(result.columns)
+        value = None
+        if prog.op in ARITHMETIC:
+            if not rows or prog.op not in columns:
+                return None
+            value = rows[0][columns.index(prog.op)]
+            expected = prog.evaluate()
+            tol = 0.006 if prog.op == "pct_change" else 1e-6 * max(1.0, abs(expected or 0.0))  # SQL rounds %
+            if value is None or expected is None or abs(value - expected) > tol:
+                return None  # the SQL did not compute what the program says
+        elif not rows:
+            return None
+        table = prog.table
+        needles = list(dict.fromkeys(o.row.label for o in prog.operands))
+        return {"route": "bi", "sql": sql, "columns": columns, "rows": rows,
+                "answer": answer_text(prog, value, sql),
+                "chart": chart_spec(prog, columns, rows, table.title),
+                "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": True}
+
+    def bi(state: AgentState) -> dict:
+        try:
+            tables = in_scope_tables(deps, state)
+            if not tables:
+                return {"route": "rag", "fallback": "no tables in the documents in scope"}
+            out = from_model(state, tables)
+            if out:
+                return out
+            plan = plan_for(deps, state)
+            if plan.program is None:
+                return {"route": "rag", "fallback": plan.reason}
+            out = run_program(state, plan.program)
+            return out or {"route": "rag", "fallback": "the planned query did not return the cells it grounded"}
+        except Exception as exc:  # never to the caller: RAG answers instead
+            log.exception("BI route failed")
+            return {"route": "rag", "fallback": f"BI failed: {type(exc).__name__}"}
 
     return bi

@@ -1,0 +1,92 @@
+"""Question parsing for the BI planner: which operation is asked, over which periods, and the words left
+to name the line items. TAT-QA/analyst conventions: "change"/"difference"/"increase" between two periods is
+a difference (new - old) unless a percentage is asked; "percentage change"/"growth" is (new - old) / old;
+"average" is over the periods mentioned; "ratio of A to B" / "A as a percentage of B" is A / B.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from app.agent.bi_periods import Period, periods_in, strip_periods
+
+OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "min", "count")
+_PCT_CHANGE = re.compile(
+    r"\b(percent(?:age)?|%)\s*(?:of\s+)?(?:change|increase|decrease|growth|decline|rise|difference|drop|"
+    r"reduction)|\b(?:change|increase|decrease|growth|decline|rise|drop)\w*\s+(?:in\s+)?(?:percent(?:age)?|%)"
+    r"|\bgrowth rate\b|\bgr[eo]w(?:th|s)?\b|\bgrow\b|\bby what percent(?:age)?\b|\byear[- ]on[- ]year\b", re.I)
+_AVERAGE = re.compile(r"\b(average|mean|avg)\b", re.I)
+_WEIGHTED = re.compile(r"\bweighted[- ]average\b", re.I)
+_RATIO = re.compile(r"\b(ratio|proportion|percentage of|percent of|% of|share of|portion of|fraction of|as a "
+                    r"(?:percentage|percent|proportion|share|ratio|fraction)|what percent(?:age)?|divided by)\b",
+                    re.I)
+_DIFF = re.compile(r"\b(change[sd]?|difference|differ|increase[sd]?|decrease[sd]?|decline[sd]?|rise|rose|fell|"
+                   r"drop(?:ped)?|variance|movement|how much (?:more|less|higher|lower|greater|larger|smaller|bigger)"
+                   r"|(?:more|less|higher|lower|greater|larger|smaller) than)\b", re.I)
+_SUM = re.compile(r"\b(sum|combined|in total|altogether|aggregate|add(?:ed)? up|total)\b", re.I)
+_MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|larger|greater)\b", re.I)
+_MIN = re.compile(r"\b(lowest|smallest|least|minimum|min|fewest|lower|smaller)\b", re.I)
+_WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
+                    r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
+_BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|breakdown|each (?:year|period|quarter)|"
+                        r"by year|per year|every segment|all segments|by category|each category)\b", re.I)
+_PERCENT = re.compile(r"\bpercent(?:age)?\b|%", re.I)
+_FY = re.compile(r"\b(fy|full[- ]year)\b", re.I)
+_BOILER = re.compile(
+    r"\b(what|which|how|much|many|is|was|were|are|the|a|an|of|in|for|from|to|between|and|as|at|by|on|did|does|do|"
+    r"year|years|period|periods|amount|value|values|figure|figures|reported|respectively|compared|comparison|"
+    r"relative|over|end|ended|ending|fiscal|its|their|company|company.s|companys|sum|average|mean|change|"
+    r"difference|increase|decrease|percentage|percent|ratio|proportion|nominal|net change|growth|rate|%|"
+    r"highest|lowest|largest|smallest|greater|higher|lower|than|more|less|combined|this|that|these|those|"
+    r"with|be|has|have|had|there|it|all|each|per|both|two|three|within|during|across|vs|versus)\b", re.I)
+
+
+@dataclass
+class ParsedQuestion:
+    text: str
+    op: str
+    percent: bool  # a ratio asked as a percentage
+    periods: list[Period] = field(default_factory=list)
+    fy: bool = False
+    wants_total: bool = False
+    breakdown: bool = False
+    which: bool = False  # "which year/segment ..." (max/min answer a label)
+    phrase: str = ""  # the question without periods and operation words
+
+
+def parse_question(question: str) -> ParsedQuestion:
+    q = " ".join(question.split())
+    body = _WEIGHTED.sub("weighted_avg", q)  # "weighted average X" names a line item, not an operation
+    periods = periods_in(q)
+    percent = bool(_PERCENT.search(body))
+    which = bool(_WHICH.search(body))
+    if which and _MAX.search(body):
+        op = "max"
+    elif which and _MIN.search(body):
+        op = "min"
+    elif _PCT_CHANGE.search(body) and not _AVERAGE.search(body):
+        op = "pct_change"
+    elif _AVERAGE.search(body):
+        op = "average"
+    elif _RATIO.search(body):
+        op = "ratio"
+    elif _DIFF.search(body):
+        op = "difference"
+    elif _SUM.search(body) and (len(periods) >= 2 or re.search(r"\b(sum|combined|altogether|add)\b|\band\b", body,
+                                                                 re.I)):
+        op = "sum"
+    elif re.match(r"\s*how many\b", body, re.I) and not re.search(r"\bhow many (?:\w+ )?(?:shares|units|employees|"
+                                                                  r"customers|dollars|options|people|stores)\b",
+                                                                  body, re.I):
+        op = "count"
+    else:
+        op = "lookup"
+    phrase = strip_periods(q)
+    return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
+                          bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase)
+
+
+def entity_text(phrase: str) -> str:
+    """The words that name line items: ``phrase`` without boilerplate and operation words."""
+    t = _BOILER.sub(" ", phrase.replace("?", " "))
+    return " ".join(t.split())
