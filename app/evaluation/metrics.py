@@ -27,6 +27,8 @@ def retrieval_block(rows: list[dict]) -> dict:
         out[f"recall@{k}"] = _mean((r["rank"] is not None and r["rank"] <= k) for r in ranked)
     for k in (1, 5):
         out[f"doc_hit@{k}"] = _mean((r["doc_rank"] is not None and r["doc_rank"] <= k) for r in rows)
+    if any("in_index" in r for r in ranked):  # the ceiling: evidence that some chunk of the document hits
+        out["evidence_in_index"] = _mean(r.get("in_index") for r in ranked)
     out["latency_p50_s"] = percentile([r.get("retrieval_s") for r in rows], 0.5)
     out["latency_p95_s"] = percentile([r.get("retrieval_s") for r in rows], 0.95)
     return out

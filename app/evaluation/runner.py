@@ -157,19 +157,48 @@ def run(service, dataset: Dataset, items: list[EvalItem], journal: Journal, fing
     return out, state
 
 
-def document_texts(service, tenant: str, state: RunState) -> dict[str, str]:
-    """filename -> whitespace-squashed text of the ingested document (for verbatim quote checks)."""
-    class Lazy(dict):
-        def __missing__(self, filename: str) -> Optional[str]:
-            doc_id = state.doc_ids.get(filename)
-            if doc_id is None:
-                return None
-            text = squash("".join(p.text for p in service.kb.document_passages(tenant, doc_id)))
-            self[filename] = text
-            return text
+class DocumentTexts:
+    """Ingested text per document filename, read lazily: whitespace-squashed (``get``, for verbatim quote
+    checks) and as chunks (``chunks``, to tell whether the evidence is in the index at all)."""
 
-        def get(self, key, default=None):
-            value = self[key]
-            return default if value is None else value
+    def __init__(self, service, tenant: str, state: RunState):
+        self.service, self.tenant, self.state = service, tenant, state
+        self._chunks: dict[str, list[dict]] = {}
+        self._squashed: dict[str, str] = {}
 
-    return Lazy()
+    def chunks(self, filename: str) -> list[dict]:
+        if filename not in self._chunks:
+            doc_id = self.state.doc_ids.get(filename)
+            passages = self.service.kb.document_passages(self.tenant, doc_id) if doc_id else []
+            self._chunks[filename] = [{"filename": filename, "page": p.page, "text": p.text} for p in passages]
+        return self._chunks[filename]
+
+    def get(self, filename: str, default=None) -> Optional[str]:
+        if filename not in self._squashed:
+            if filename not in self.state.doc_ids:
+                return default
+            self._squashed[filename] = merge_overlapping([squash(c["text"]) for c in self.chunks(filename)])
+        return self._squashed[filename]
+
+
+def merge_overlapping(parts: list[str], longest: int = 1500) -> str:
+    """Consecutive chunks repeat their overlap: join them so a quote across a chunk boundary is found."""
+    acc = ""
+    for part in parts:
+        if not part:
+            continue
+        tail = acc[-longest:]
+        cut, i = 0, tail.find(part[0])
+        while i != -1:
+            if len(tail) - i < 20:  # a few shared characters are chance, not the chunk overlap
+                break
+            if part.startswith(tail[i:]):
+                cut = len(tail) - i
+                break
+            i = tail.find(part[0], i + 1)
+        acc += part[cut:]
+    return acc
+
+
+def document_texts(service, tenant: str, state: RunState) -> DocumentTexts:
+    return DocumentTexts(service, tenant, state)

@@ -73,6 +73,8 @@ def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
     retrieved = rec.get("retrieved") or []
     out["rank"] = first_rank([passage_hits(item, p) for p in retrieved]) if item.evidence else None
     out["doc_rank"] = first_rank([p.get("filename") == item.doc for p in retrieved])
+    if item.evidence and hasattr(doc_text, "chunks"):  # can any chunk of the document hit at all?
+        out["in_index"] = any(passage_hits(item, c) for c in doc_text.chunks(item.doc))
     answer = rec.get("answer")
     if answer is None:
         return out
