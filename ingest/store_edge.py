@@ -8,7 +8,10 @@ Indexing: Edge runs no background optimizer; ``optimize()`` builds HNSW for what
 call. It holds the Python GIL while it runs (qdrant-edge-py 0.9), so the pipeline calls it at the end of
 each ingest job, and the optimizer is set up so one call costs about what the job added: new points stay in
 an appendable segment searched by brute force (``INDEXING_THRESHOLD_KB``, ~2.6k chunks), indexed segments
-are capped (``MAX_SEGMENT_KB``, ~30k chunks) and merged only past ``SEGMENT_NUMBER`` segments.
+are capped (``MAX_SEGMENT_KB``, ~42k chunks) and merged only past ``SEGMENT_NUMBER`` segments. Every segment
+costs each query a graph walk (12 segments at 100k chunks cost as much CPU as a brute-force scan), so the
+merges keep them few; the price is a longer optimize when a merge falls due (bench/bench_ingest.py prints
+the longest).
 
 One process owns a shard at a time (the WAL is locked): a second process gets ``VectorStoreBusy``.
 """
@@ -26,8 +29,8 @@ from ingest.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorS
 
 log = logging.getLogger(__name__)
 INDEXING_THRESHOLD_KB = 4_000
-MAX_SEGMENT_KB = 48_000
-SEGMENT_NUMBER = 12
+MAX_SEGMENT_KB = 64_000
+SEGMENT_NUMBER = 6
 HNSW_M, HNSW_EF_CONSTRUCT, HNSW_EF = 16, 100, 96
 
 
@@ -36,6 +39,8 @@ def edge_config(dim: int) -> qe.EdgeConfig:
         vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
         sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         hnsw_config=qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=1_000),
+        # int8 copies for the graph walk, originals rescore the top candidates: ~4x less work per distance
+        quantization_config=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True),
         optimizers=qe.EdgeOptimizersConfig(default_segment_number=SEGMENT_NUMBER,
                                            indexing_threshold=INDEXING_THRESHOLD_KB, max_segment_size=MAX_SEGMENT_KB),
     )
