@@ -70,7 +70,9 @@ def server(tmp_path_factory):
         max_new_tokens=32, engine_max_model_len=4096, engine_memory_gib=1.0, engine_max_num_seqs=4,
     )
     settings.ensure_dirs()
-    live = LiveServer(create_app(settings), free_port()).start(timeout=300)
+    app = create_app(settings)
+    live = LiveServer(app, free_port()).start(timeout=300)
+    live.service = app.state.service  # for what a test sets up without the browser
     yield live
     live.stop()
 
@@ -185,6 +187,21 @@ def test_streamed_answer_has_a_citation_that_opens_the_quoted_passage(acme_page,
     assert "terminate" in body.lower() or "notice" in body.lower(), body
 
 
+def test_too_long_question_gets_a_short_note_not_error_badges(acme_page, screenshot_on_failure):
+    page = acme_page
+    screenshot_on_failure(page)
+    page.click("button[role=tab]:has-text('Chat')")
+    page.fill("#chat-question textarea", "why " * 2500)  # 10,000 characters
+    page.click("#chat-send")
+    page.wait_for_selector("#chat-bot :text('limited to 4,000 characters')")
+    badges = [e for e in page.get_by_text("Error", exact=True).all() if e.is_visible()]
+    assert not badges  # no red "Error" badge on every box
+    page.click("#chat-thread input")
+    options = page.locator("[role=option]").all_inner_texts()
+    assert any(o.strip() == "+ New thread" for o in options) and all(o.isascii() or "…" in o for o in options), options
+    page.keyboard.press("Escape")
+
+
 def test_thread_is_kept_between_visits(acme_page, server, screenshot_on_failure):
     page = acme_page
     screenshot_on_failure(page)
@@ -200,9 +217,14 @@ def test_bi_question_shows_answer_sql_table_and_chart(acme_page, screenshot_on_f
     page.click("button[role=tab]:has-text('BI dashboard')")
     page.click("#bi-kpi-refresh")  # tiles computed from the uploaded statement
     page.wait_for_selector("#kpi-tiles .kpi-tile:has-text('Revenue')")
+    page.wait_for_selector("#kpi-tiles .kpi-tile:has-text('Net income')")
+    assert not page.locator("#bi-table").is_visible()  # no empty table with a "1 2 3" header before an answer
     page.fill("#bi-question textarea", "What was the revenue in each year?")
     page.click("#bi-ask")
     page.wait_for_selector("#bi-chart .js-plotly-plot", timeout=ANSWER_MS)
+    trace = page.evaluate("(() => { const d = document.querySelector('#bi-chart .js-plotly-plot').data[0];"
+                          " return {x: d.x.map(String), name: d.name || ''}; })()")
+    assert trace["x"] == sorted(trace["x"]) and not re.search(r"\d", trace["name"]), trace  # years in order
     assert "SELECT" in page.inner_text("#bi-sql").upper()
     table = page.inner_text("#bi-table")
     assert "1250000" in table.replace(",", "").replace(".0", ""), table
@@ -219,6 +241,67 @@ def test_engine_panel_shows_pool_use_and_planner(acme_page, screenshot_on_failur
     assert re.search(r"KV pool blocks[^\n]*\s+[\d,]+ / [\d,]+", tiles), tiles
     assert "Tokens / s" in tiles and "Mamba state slots" in tiles
     page.wait_for_function("document.querySelector('#engine-plan').innerText.trim().length > 20")
+
+
+def test_second_tenant_sees_nothing_of_the_first_in_any_tab(browser, server, screenshot_on_failure):
+    """acme has documents, a table, threads and (a long-mode answer) an engine snapshot; globex, logged in
+    with its own key, finds none of it in the Engine, Library, BI and Chat tabs."""
+    acme = server.service
+    pdf_id = next(d["id"] for d in acme.documents("acme") if d["filename"] == PDF_NAME)
+    assert acme.ask("acme", "Summarize the whole agreement.", mode="long", doc_ids=[pdf_id]).route == "long"
+    snapshots = acme.engine_stats("acme")["snapshot_names"]
+    assert snapshots and acme.engine_stats("globex")["snapshot_names"] == []
+    acme_things = [PDF_NAME, XLSX_NAME, "acme_", pdf_id, "ninety (90)", "1,250,000", "1250000", "Delaware",
+                   *snapshots, *(s.split("-", 1)[-1] for s in snapshots)]
+
+    def assert_nothing_of_acme(text: str, where: str) -> None:
+        for thing in acme_things:
+            assert thing.lower() not in text.lower(), f"{where}: globex sees {thing!r}:\n{text[:1500]}"
+
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(STEP_MS)
+    screenshot_on_failure(page)
+    open_ui(page, server)
+    log_in(page, KEY_GLOBEX)
+    page.wait_for_selector("#whoami :text('globex')")
+
+    page.click("button[role=tab]:has-text('Engine')")
+    page.wait_for_selector("#engine-tiles :text('Snapshots held')")
+    page.click("#engine-refresh")
+    page.wait_for_selector("#engine-tiles :text('Snapshots held')")
+    page.click("text=All engine counters")  # the raw counters too
+    page.wait_for_selector("#engine-raw", state="visible")
+    tiles = page.inner_text("#engine-tiles")
+    assert re.search(r"Snapshots held\s+0\b", tiles), tiles  # not acme's count either
+    assert_nothing_of_acme(page.inner_text("#main-panel") + tiles, "Engine tab")
+
+    page.click("button[role=tab]:has-text('Library')")
+    page.click("#lib-refresh")
+    page.wait_for_selector("#lib-docs-empty")
+    page.click("#lib-delete-pick input")
+    assert_nothing_of_acme(page.inner_text("#main-panel"), "Library tab")
+    page.keyboard.press("Escape")
+
+    page.click("button[role=tab]:has-text('BI dashboard')")
+    page.click("#bi-kpi-refresh")
+    page.wait_for_selector("#bi-kpis :text('No KPIs yet')")
+    page.fill("#bi-question textarea", "What was the revenue in each year?")
+    page.click("#bi-ask")
+    page.wait_for_function("document.querySelector('#bi-answer').innerText.trim().length > 0", timeout=ANSWER_MS)
+    assert_nothing_of_acme(page.inner_text("#main-panel"), "BI tab")
+
+    page.click("button[role=tab]:has-text('Chat')")
+    page.click("#chat-thread input")
+    options = page.locator("[role=option]").all_inner_texts()
+    assert [o.strip() for o in options] == ["+ New thread"], options  # none of acme's threads
+    page.keyboard.press("Escape")
+    page.click("#chat-mode label:has-text('RAG')")
+    page.fill("#chat-question textarea", "How many days of notice are needed to terminate the agreement?")
+    page.click("#chat-send")
+    page.wait_for_selector("#chat-bot [data-testid='bot'] :text('Answered by the')", timeout=ANSWER_MS)
+    assert_nothing_of_acme(page.inner_text("#main-panel"), "Chat tab")
+    context.close()
 
 
 def test_delete_removes_a_document(acme_page, screenshot_on_failure):
