@@ -23,13 +23,14 @@ def moe_nvfp4_gemm(X, W, WS, WG, ROWS, BEXP, TOPW, Y,
     by expert. GATHER: X rows are tokens (row -> pair // TOPK); else X is already in padded row order."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    e = tl.load(BEXP + pid_m)
-    if e < 0:
-        return
+    e_raw = tl.load(BEXP + pid_m)
+    e = tl.maximum(e_raw, 0)  # a block past the end (-1) loads expert 0 and stores nothing
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     pair = tl.load(ROWS + rows)
-    valid = pair < n_pairs
-    src = pair // TOPK if GATHER else rows
+    valid = (pair < n_pairs) & ((pair * 0 + e_raw) >= 0)
+    src = rows
+    if GATHER:
+        src = pair // TOPK
     n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
     j = tl.arange(0, BLOCK_K // 2)
@@ -56,6 +57,8 @@ def moe_nvfp4_gemm(X, W, WS, WG, ROWS, BEXP, TOPW, Y,
     if WEIGHTED:
         w = tl.load(TOPW + pair, mask=valid, other=0.0).to(tl.float32)
         acc = acc * w[:, None]
-    out_rows = pair if WEIGHTED else rows  # the down projection writes each routed pair's own row
+    out_rows = rows
+    if WEIGHTED:  # the down projection writes each routed pair's own row
+        out_rows = pair
     tl.store(Y + out_rows[:, None].to(tl.int64) * stride_ym + n[None, :], acc,
              mask=valid[:, None] & nmask[None, :])

@@ -76,8 +76,12 @@ def _build():
         s_ptr = S + slot * stride_ss + h * stride_sh + p[:, None] * stride_sp + n[None, :]
         s = tl.load(s_ptr, mask=mask, other=0.0)
         a = tl.load(A + h).to(tl.float32)
-        d = tl.load(Dv + h).to(tl.float32) if HAS_D else 0.0
-        n_tok = tl.load(NTOK + b) if HAS_NTOK else T
+        d = 0.0
+        if HAS_D:
+            d = tl.load(Dv + h).to(tl.float32)
+        n_tok = T
+        if HAS_NTOK:
+            n_tok = tl.load(NTOK + b)
         for t in range(0, T):
             live = t < n_tok
             dt = tl.load(DT + b * stride_db + t * stride_dt + h).to(tl.float32)

@@ -10,7 +10,7 @@ import torch
 
 from engine import kv_quant
 from engine.kernels.decode_attention import paged_decode_attention_torch, paged_decode_attention_triton
-from kernel_env import DEVICE, DOT_DTYPES
+from kernel_env import DEVICE, DOT_DTYPES, FP32_DOT_TOL
 
 BS = 16
 
@@ -57,5 +57,5 @@ def test_triton_equals_reference(B, H, KV, D, lens, block_n, target, store, dot)
     want = paged_decode_attention_torch(q.float(), kc, vc, table, seq_lens, D ** -0.5, BS, ks, vs)
     got = paged_decode_attention_triton(q, kc, vc, table, seq_lens, D ** -0.5, BS, ks, vs, dot_dtype=dot,
                                         block_n=block_n, target_programs=target)
-    tol = 1e-4 if dot == torch.float32 and store == torch.float32 else 2e-2
+    tol = FP32_DOT_TOL if dot == torch.float32 and store == torch.float32 else 2e-2
     torch.testing.assert_close(got.float(), want, atol=tol, rtol=tol)
