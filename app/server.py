@@ -124,7 +124,8 @@ def create_app(settings, service=None) -> FastAPI:
     app.include_router(batch.router)
     if not settings.llm_base_url:
         from engine.api.openai_server import openai_router
-        app.include_router(openai_router(_LazyLLM(service)), tags=["engine"], dependencies=[Depends(tenant)])
+        app.include_router(openai_router(_LazyLLM(service), owner=lambda r: r.state.tenant),  # snapshots per tenant
+                           tags=["engine"], dependencies=[Depends(tenant)])
     if importlib.util.find_spec("ui") and importlib.util.find_spec("ui.web"):
         import gradio as gr
         from ui.web import build_ui

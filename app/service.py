@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
 
+from app import uploads
 from app.agent.graph import build_graph, make_checkpointer
 from app.agent.state import AgentDeps, turn_input
 from app.schemas import MAX_QUESTION_CHARS, AgentAnswer
@@ -137,13 +138,26 @@ class LexiconService:
         if len(data) > limit:
             raise UploadTooLarge(f"{filename}: {len(data)} bytes is over the {self.settings.max_file_mb} MB limit")
         name = SAFE_NAME.sub("_", Path(filename or "upload").name).strip() or "upload"
-        folder = self.settings.data_dir / "uploads" / tenant / uuid.uuid4().hex
-        folder.mkdir(parents=True, exist_ok=True)
+        replaces = self._replaces(tenant, name, data)
+        folder = uploads.upload_folder(self.settings.data_dir, tenant, name)
         path = folder / name
         path.write_bytes(data)
         job_id = self.kb.create_job([path], tenant, [name])
-        self._ingest_pool.submit(self.kb.run_job, job_id).add_done_callback(_log_failure)
-        return self.job(tenant, job_id)
+        self._ingest_pool.submit(self._run_upload, job_id, folder).add_done_callback(_log_failure)
+        return {**self.job(tenant, job_id), **replaces}
+
+    def _replaces(self, tenant: str, name: str, data: bytes) -> dict:
+        """Says so when an upload takes the name of an existing document (its earlier versions stay listed)."""
+        current = next((d for d in self.kb.list_documents(tenant) if d.filename == name and d.version > 0), None)
+        return uploads.replace_notice(current, data) if current else {}
+
+    def _run_upload(self, job_id: str, folder: Path) -> None:
+        """Ingest, then delete the original file (kept only with ``keep_uploads`` and a successful ingest).
+
+        A job that crashed keeps its file so that it can be resumed."""
+        summary = self.kb.run_job(job_id)
+        if not (self.settings.keep_uploads and all(r.status != "failed" for r in summary.results)):
+            uploads.remove_folder(self.settings.data_dir, folder)
 
     def ingest_paths(self, tenant: str, paths: list[Path]) -> dict:
         summary = self.kb.ingest_paths(paths, tenant)
@@ -165,7 +179,30 @@ class LexiconService:
         return [_jsonable(d) for d in self.kb.list_documents(tenant)]
 
     def delete_document(self, tenant: str, doc_id: str) -> bool:
-        return self.kb.delete_document(tenant, doc_id)
+        """Deletes the document's chunks, vectors, tables and versions, any kept original file, and the
+        tenant's engine snapshots (dossiers may hold the document's text)."""
+        if not self.kb.delete_document(tenant, doc_id):
+            return False
+        uploads.remove_document_files(self.settings.data_dir, tenant, doc_id)
+        self.drop_snapshots(tenant)
+        return True
+
+    def document_versions(self, tenant: str, doc_id: str) -> list[dict]:
+        """The version history of a document (raises NotFound for another tenant's or an unknown id)."""
+        versions = self.kb.document_versions(tenant, doc_id)
+        if versions is None:
+            raise NotFound(f"no document {doc_id}")
+        return [_jsonable(v) for v in versions]
+
+    def drop_snapshots(self, tenant: str) -> int:
+        """Drop every engine snapshot of ``tenant`` (nothing to do before the model is loaded)."""
+        from engine.snapshot import split_owned
+
+        llm = getattr(self._model, "llm", None) if self._model is not None else None
+        if llm is None:
+            return 0
+        keys = [k for k in llm.stats().get("snapshot_names", []) if (split_owned(k) or ("",))[0] == tenant]
+        return sum(bool(llm.drop_snapshot(k)) for k in keys)
 
     # ---- the agent ------------------------------------------------------------------------------
     def _config(self, tenant: str, thread_id: str, cancel: Optional[threading.Event] = None) -> dict:
@@ -279,10 +316,13 @@ class LexiconService:
                  "source": f"{t.filename}, page {t.page}"}
                 for c, v in zip(metrics, latest[1:]) if isinstance(v, (int, float))]
 
-    def engine_stats(self) -> dict:
+    def engine_stats(self, tenant: Optional[str] = None) -> dict:
+        """Engine-wide figures; snapshot names and counts only of ``tenant``'s own snapshots (none without one)."""
+        from engine.snapshot import owner_view
+
         if self._model is None:
             return {"model": "(not loaded yet)", "loaded": False}
-        return self._model.stats()
+        return owner_view(self._model.stats(), tenant)
 
     def plan_view(self) -> str:
         import contextlib

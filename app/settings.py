@@ -66,6 +66,7 @@ class Settings(BaseSettings):
     chunk_overlap: int = 32
     max_file_mb: int = 64
     max_uncompressed_mb: int = 256  # zip bomb guard for DOCX/XLSX
+    keep_uploads: bool = False  # keep an upload's original file (data_dir/uploads) until its document is deleted
 
     # Agent
     retrieval_k: int = 6

@@ -82,3 +82,47 @@ class SnapshotStore:
 
     def info(self) -> list[SnapshotInfo]:
         return [SnapshotInfo(s.name, len(s.token_ids)) for s in self.snapshots.values()]
+
+
+# ---- ownership --------------------------------------------------------------------------------------
+# Snapshots hold document text, so each belongs to an owner (the app's tenant). The store keys them by one
+# string that carries the owner unambiguously (length-prefixed, so no owner name can imitate another's);
+# every caller that serves more than one owner resolves names only through these helpers.
+
+def owned_name(owner: str, name: str) -> str:
+    """The store key of ``name`` inside ``owner``'s namespace."""
+    if not owner:
+        raise ValueError("a snapshot owner must not be empty")
+    return f"~{len(owner)}:{owner}/{name}"
+
+
+def split_owned(key: str) -> tuple[str, str] | None:
+    """``(owner, name)`` of a store key made by :func:`owned_name`; None for an unowned key."""
+    if not key.startswith("~"):
+        return None
+    head, sep, rest = key[1:].partition(":")
+    if not sep or not head.isdigit() or len(rest) <= int(head) or rest[int(head)] != "/":
+        return None
+    n = int(head)
+    return rest[:n], rest[n + 1:]
+
+
+def names_of(owner: str, keys) -> list[str]:
+    """The names (without the namespace) of ``owner``'s snapshots among store keys."""
+    out = []
+    for key in keys:
+        parts = split_owned(key)
+        if parts is not None and parts[0] == owner:
+            out.append(parts[1])
+    return sorted(out)
+
+
+def owner_view(stats: dict, owner: str | None) -> dict:
+    """Engine stats as one owner may see them: engine-wide figures stay, snapshot names and counts are the
+    owner's own (none at all without an owner)."""
+    keys = stats.get("snapshot_names") or []
+    out = {k: v for k, v in stats.items() if k not in ("snapshot_names", "snapshots", "snapshot_evictions")}
+    if owner:
+        mine = names_of(owner, keys)
+        out["snapshots"], out["snapshot_names"] = len(mine), mine
+    return out

@@ -26,7 +26,7 @@ from ingest.table_catalogue import table_info
 from ingest.tables import drop_sql_table
 from ingest.types import (
     ColumnInfo, DocumentInfo, DocumentResult, IngestSummary, JobInfo, Passage, ProgressCallback, ProgressEvent,
-    SqlResult, TableInfo,
+    SqlResult, TableInfo, VersionInfo,
 )
 from engine.openmp import release_thread_pool
 from ingest.vectors import open_vector_store, sparse_query_vector
@@ -111,6 +111,16 @@ class KnowledgeBase:
             docs = s.exec(select(Document).where(Document.tenant == tenant).order_by(Document.filename)).all()
             return [DocumentInfo(d.id, d.filename, d.status, d.error, d.pages, d.n_chunks, d.n_tables, d.version,
                                  d.kind, d.content_hash, d.updated_at) for d in docs]
+
+    def document_versions(self, tenant: str, doc_id: str) -> list[VersionInfo] | None:
+        """The document's committed versions, oldest first; None for an unknown or another tenant's id."""
+        with Session(self.engine) as s:
+            doc = s.get(Document, doc_id)
+            if doc is None or doc.tenant != tenant:
+                return None
+            rows = s.exec(select(DocumentVersion).where(DocumentVersion.doc_id == doc_id)
+                          .order_by(DocumentVersion.version)).all()
+            return [VersionInfo(v.version, v.content_hash, v.pages, v.n_chunks, v.created_at) for v in rows]
 
     def delete_document(self, tenant: str, doc_id: str) -> bool:
         with self._write_lock:

@@ -3,6 +3,10 @@ segment-revenue workbook (XLSX with formulas *and* their cached values, as Excel
 
 ``SAMPLE_FACTS`` holds the true figures and clauses so ingest tests and the app's BI/RAG tests compare
 answers against them. Amounts in the annual report are in thousands of US dollars, as printed.
+
+The files are byte-for-byte the same on every run (no creation times, document ids or zip timestamps
+from the clock), so writing the corpus again changes nothing and re-ingesting it finds every file
+``unchanged``; :func:`write_sample_corpus` only writes a file whose bytes differ.
 """
 from __future__ import annotations
 
@@ -112,7 +116,7 @@ def write_msa_pdf(path: Path) -> Path:
         is_heading = re.fullmatch(r"(\d+\. .*|[A-Z ]+)", text) is not None
         story.append(Paragraph(text, styles["Heading2" if is_heading else "BodyText"]))
         story.append(Spacer(1, 4))
-    SimpleDocTemplate(str(path), pagesize=LETTER, title="Master Services Agreement").build(story)
+    SimpleDocTemplate(str(path), pagesize=LETTER, title="Master Services Agreement", invariant=1).build(story)
     return path
 
 
@@ -147,7 +151,7 @@ def write_annual_report_pdf(path: Path) -> Path:
               Paragraph("Risk Factors", st["Heading2"]),
               Paragraph("Our results depend on renewals of multi-year software contracts and on the "
                         "availability of cloud capacity from third parties.", st["BodyText"])]
-    SimpleDocTemplate(str(path), pagesize=LETTER, title="Annual Report 2024").build(story)
+    SimpleDocTemplate(str(path), pagesize=LETTER, title="Annual Report 2024", invariant=1).build(story)
     return path
 
 
@@ -177,6 +181,7 @@ def write_nda_docx(path: Path) -> Path:
         cells = table.add_row().cells
         cells[0].text, cells[1].text = name, title
     d.save(str(path))
+    stable_zip(path)
     return path
 
 
@@ -201,6 +206,7 @@ def write_segments_xlsx(path: Path) -> Path:
     notes.append(["Segment revenue is unaudited and presented in thousands of US dollars."])
     wb.save(str(path))
     _inject_cached_values(path, "xl/worksheets/sheet1.xml", cached)
+    stable_zip(path)
     return path
 
 
@@ -218,12 +224,41 @@ def _inject_cached_values(path: Path, member: str, cached: dict[str, float]) -> 
     shutil.move(str(tmp), str(path))
 
 
+FIXED_TIME = (2024, 3, 1, 0, 0, 0)
+FIXED_ISO = "2024-03-01T00:00:00Z"
+_CORE_DATE = re.compile(r"(<dcterms:(?:created|modified)[^>]*>)[^<]*(</dcterms:(?:created|modified)>)")
+
+
+def stable_zip(path: Path) -> None:
+    """Rewrite an OOXML zip (DOCX/XLSX) with fixed member timestamps and fixed core-property dates."""
+    with zipfile.ZipFile(path) as zin:
+        parts = [(i.filename, zin.read(i.filename)) for i in zin.infolist()]
+    tmp = Path(tempfile.mkstemp(suffix=path.suffix, dir=path.parent)[1])
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+        for name, data in parts:
+            if name == "docProps/core.xml":
+                data = _CORE_DATE.sub(rf"\g<1>{FIXED_ISO}\g<2>", data.decode("utf-8")).encode("utf-8")
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o600 << 16
+            zout.writestr(info, data)
+    tmp.chmod(0o644)
+    shutil.move(str(tmp), str(path))
+
+
+WRITERS = {"msa": write_msa_pdf, "nda": write_nda_docx, "annual_report": write_annual_report_pdf,
+           "segments": write_segments_xlsx}
+
+
 def write_sample_corpus(dest: Path) -> list[Path]:
+    """The sample files under ``dest``; a file already there with the same bytes is left untouched."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    return [
-        write_msa_pdf(dest / SAMPLE_FACTS["msa"]["filename"]),
-        write_nda_docx(dest / SAMPLE_FACTS["nda"]["filename"]),
-        write_annual_report_pdf(dest / SAMPLE_FACTS["annual_report"]["filename"]),
-        write_segments_xlsx(dest / SAMPLE_FACTS["segments"]["filename"]),
-    ]
+    out = []
+    with tempfile.TemporaryDirectory(dir=dest) as scratch:
+        for key, write in WRITERS.items():
+            name = SAMPLE_FACTS[key]["filename"]
+            fresh, target = write(Path(scratch) / name), dest / name
+            if not target.exists() or target.read_bytes() != fresh.read_bytes():
+                fresh.replace(target)
+            out.append(target)
+    return out

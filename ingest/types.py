@@ -178,3 +178,13 @@ class ProgressEvent:
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
+
+
+@dataclass
+class VersionInfo:
+    """One committed version of a document (uploading a file under an existing name adds one)."""
+    version: int
+    content_hash: str
+    pages: int
+    chunks: int
+    created_at: Any = None

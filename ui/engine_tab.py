@@ -1,6 +1,7 @@
-"""Engine panel: live scheduler and memory numbers from ``service.engine_stats()`` and the planner view.
+"""Engine panel: live scheduler and memory numbers from ``service.engine_stats(tenant)`` and the planner view.
 
-Refreshes every few seconds while "Live" is ticked (a ``gr.Timer``), and on demand.
+Refreshes every few seconds while "Live" is ticked (a ``gr.Timer``), and on demand. Engine-wide figures
+(pools, requests, tokens/s) are global; snapshot names and counts are the logged-in tenant's own only.
 """
 from __future__ import annotations
 
@@ -68,9 +69,9 @@ def stats_html(stats: dict) -> str:
     return head + "<div id='engine-tiles' style='display:flex;gap:12px;flex-wrap:wrap'>" + "".join(cells) + "</div>"
 
 
-def read_stats(service: Any) -> tuple[str, dict]:
+def read_stats(service: Any, tenant: str | None = None) -> tuple[str, dict]:
     try:
-        stats = dict(service.engine_stats() or {})
+        stats = dict(service.engine_stats(tenant) or {})
     except Exception as exc:  # a remote engine may be unreachable; say so in the panel
         return f"<p style='color:#c62828'>Engine stats unavailable: {html.escape(str(exc))}</p>", {}
     return stats_html(stats), stats
@@ -96,11 +97,10 @@ def build_engine_tab(service: Any, session: gr.State) -> tuple[gr.HTML, gr.JSON,
     timer = gr.Timer(REFRESH_SECONDS, active=False)
 
     def on_refresh(sess: dict | None):
-        require_tenant(sess)
-        return engine_values(service)
+        return engine_values(service, require_tenant(sess))
 
     def on_tick(sess: dict | None):
-        return read_stats(service) if sess else gr.skip()
+        return read_stats(service, sess["tenant"]) if sess and sess.get("tenant") else (gr.skip(), gr.skip())
 
     refresh.click(on_refresh, [session], [tiles, raw, plan])
     timer.tick(on_tick, [session], [tiles, raw], show_progress="hidden")
@@ -108,5 +108,6 @@ def build_engine_tab(service: Any, session: gr.State) -> tuple[gr.HTML, gr.JSON,
     return tiles, raw, plan
 
 
-def engine_values(service: Any) -> tuple:
-    return (*read_stats(service), read_plan(service))
+def engine_values(service: Any, tenant: str | None = None) -> tuple:
+    """(tiles, raw stats, planner) as ``tenant`` may see them (no snapshot names at all without a tenant)."""
+    return (*read_stats(service, tenant), read_plan(service))

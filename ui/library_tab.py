@@ -92,6 +92,8 @@ def progress_html(rows: list[FileRow]) -> str:
         color = "#c62828" if r.status in FAILED else ("#2e7d32" if r.done else "#1565c0")
         pct = int(round(r.progress * 100))
         detail = html.escape(r.error) if r.error else html.escape(r.detail)
+        if r.extra.get("notice"):
+            detail += f"<div class='upload-notice'>{html.escape(r.extra['notice'])}</div>"
         lines.append(
             f"<tr class='upload-row' data-status='{html.escape(r.status)}' data-done='{str(r.done).lower()}'>"
             f"<td>{html.escape(r.filename)}</td>"
@@ -145,6 +147,19 @@ def _follow(service: Any, tenant: str, row: FileRow, rows: list[FileRow], deadli
         yield progress_html(rows)
 
 
+def discard_browser_upload(path: str) -> None:
+    """Delete Gradio's temporary copy of a browser upload (never a file outside Gradio's upload folder)."""
+    from gradio.utils import get_upload_folder
+
+    p = Path(path).resolve()
+    if Path(get_upload_folder()).resolve() in p.parents:
+        p.unlink(missing_ok=True)
+        try:
+            p.parent.rmdir()
+        except OSError:
+            pass
+
+
 def upload_files(service: Any, tenant: str, paths: list[str]):
     """Generator of progress HTML while the files are uploaded and ingested.
 
@@ -158,8 +173,11 @@ def upload_files(service: Any, tenant: str, paths: list[str]):
         row.status = "uploading"
         yield progress_html(rows)
         try:
-            job = service.upload(tenant, row.filename, Path(path).read_bytes())
+            data = Path(path).read_bytes()
+            discard_browser_upload(path)  # the service keeps its own copy only while ingesting
+            job = service.upload(tenant, row.filename, data)
             row.job_id = str(job.get("job_id") or job.get("id") or "")
+            row.extra["notice"] = job.get("notice") or ""  # "x.pdf replaces the earlier version 1 ..."
             apply_job(row, job)
             if not row.job_id and not row.done:
                 row.status, row.error, row.done = "failed", "the server returned no job id", True

@@ -85,7 +85,7 @@ def build_ui(service: Any) -> gr.Blocks:
         logout_button.click(leave, [visit], login_outputs)
 
         def show_engine(sess: dict | None):
-            return engine_values(service) if sess else (gr.skip(), gr.skip(), gr.skip())
+            return engine_values(service, sess["tenant"]) if sess else (gr.skip(), gr.skip(), gr.skip())
 
         engine_tab.select(show_engine, [session], [engine_tiles, engine_raw, engine_plan])
     return demo

@@ -35,6 +35,8 @@ class JobOut(BaseModel):
     documents: list[dict]
     created_at: str | None = None
     finished_at: str | None = None
+    replaces: dict | None = None  # on upload: the existing document of the same name this upload replaces
+    notice: str | None = None  # e.g. "x.pdf replaces the earlier version 1 of this document (...)"
 
 
 class Deleted(BaseModel):
@@ -43,7 +45,8 @@ class Deleted(BaseModel):
 
 
 @router.post("/documents", status_code=202, response_model=JobOut,
-             summary="Upload a document; it is ingested by a background job (poll /api/jobs/{job_id})",
+             summary="Upload a document; it is ingested by a background job (poll /api/jobs/{job_id}). A file "
+                     "with the name of an existing document replaces it as a new version (see `notice`).",
              responses={413: {"description": "file over the size limit"}, 401: {"description": "bad API key"}})
 async def upload(request: Request, file: UploadFile = File(..., description="PDF, DOCX, HTML, TXT/MD, XLSX, CSV"),
                  tenant: str = Depends(tenant), service=Depends(get_service)):
@@ -80,7 +83,26 @@ def documents(tenant: str = Depends(tenant), service=Depends(get_service)):
     return service.documents(tenant)
 
 
-@router.delete("/documents/{doc_id}", response_model=Deleted, summary="Delete a document, its chunks and tables")
+class VersionOut(BaseModel):
+    version: int
+    content_hash: str
+    pages: int = 0
+    chunks: int = 0
+    created_at: str | None = None
+
+
+@router.get("/documents/{doc_id}/versions", response_model=list[VersionOut],
+            summary="A document's version history (uploading a file under an existing name adds a version)")
+def versions(doc_id: str, tenant: str = Depends(tenant), service=Depends(get_service)):
+    try:
+        return service.document_versions(tenant, doc_id)
+    except NotFound as exc:
+        raise HTTPException(404, f"no document {doc_id}") from exc
+
+
+@router.delete("/documents/{doc_id}", response_model=Deleted,
+               summary="Delete a document: its chunks, vectors, tables, versions, kept original file and the "
+                       "tenant's engine snapshots")
 def delete(doc_id: str, tenant: str = Depends(tenant), service=Depends(get_service)):
     if not service.delete_document(tenant, doc_id):
         raise HTTPException(404, f"no document {doc_id}")

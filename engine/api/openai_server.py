@@ -2,6 +2,10 @@
 
 Extensions (as in vLLM): ``top_k``, ``ignore_eos`` and ``snapshot`` (the name of a context snapshot the prompt continues). A client that
 disconnects cancels its request: its blocks and state slot are freed at once.
+
+Snapshots are owned: with ``owner`` (request -> the caller's tenant, as the app passes it), a ``snapshot`` name
+is resolved only inside the caller's namespace (``engine.snapshot.owned_name``), and an unknown name and
+another owner's name get the same 404. Without ``owner`` the router must not serve more than one party.
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import json
 import queue
 import time
 import uuid
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
@@ -20,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from engine.llm_engine import LLM, RequestOutput
 from engine.sampling import SamplingParams
 from engine.scheduler import QueueFull, RequestTooLarge
+from engine.snapshot import owned_name
 
 
 class _Common(BaseModel):
@@ -55,16 +60,31 @@ def _usage(out: RequestOutput) -> dict:
     return {"prompt_tokens": out.prompt_tokens, "completion_tokens": n, "total_tokens": out.prompt_tokens + n}
 
 
-def openai_router(llm: LLM) -> APIRouter:
+def openai_router(llm: LLM, owner: Optional[Callable[[Request], Optional[str]]] = None) -> APIRouter:
     router = APIRouter()
 
-    def submit(prompt, body: _Common):
+    def snapshot_key(name: Optional[str], request: Request) -> Optional[str]:
+        """The store key of the caller's snapshot ``name``; 404 (the same for unknown and foreign names)."""
+        if name is None:
+            return None
+        tenant = owner(request) if owner is not None else None
+        if owner is not None and not tenant:
+            key = None
+        else:
+            key = owned_name(tenant, name) if tenant else name
+        if key is None or not llm.has_snapshot(key):
+            raise HTTPException(404, f"no snapshot named {name!r} (it may have been evicted under memory pressure)")
+        return key
+
+    def submit(prompt, body: _Common, request: Request):
+        key = snapshot_key(body.snapshot, request)
         try:
-            return llm.submit(prompt, body.params(min(256, llm.max_model_len // 2)), snapshot=body.snapshot)
+            return llm.submit(prompt, body.params(min(256, llm.max_model_len // 2)), snapshot=key)
         except QueueFull as exc:
             raise HTTPException(503, str(exc)) from exc
-        except KeyError as exc:
-            raise HTTPException(404, str(exc.args[0] if exc.args else exc)) from exc
+        except KeyError as exc:  # evicted since the check: the same answer as a name never seen
+            raise HTTPException(404, f"no snapshot named {body.snapshot!r} (it may have been evicted under "
+                                     "memory pressure)") from exc
         except (RequestTooLarge, ValueError) as exc:
             raise HTTPException(400, str(exc)) from exc
 
@@ -116,7 +136,7 @@ def openai_router(llm: LLM) -> APIRouter:
             ids = llm.chat_prompt(body.messages)
         except Exception as exc:  # a bad message list fails in the chat template
             raise HTTPException(400, f"cannot render messages: {exc}") from exc
-        handle = submit(ids, body)
+        handle = submit(ids, body, request)
         rid, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
         if body.stream:
             def chunk(delta, finish, out):
@@ -134,7 +154,7 @@ def openai_router(llm: LLM) -> APIRouter:
 
     @router.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request):
-        handle = submit(body.prompt, body)
+        handle = submit(body.prompt, body, request)
         rid, created = f"cmpl-{uuid.uuid4().hex[:12]}", int(time.time())
         if body.stream:
             def chunk(delta, finish, out):

@@ -44,13 +44,14 @@ def test_long_context_follow_up_reuses_the_dossier_snapshot(sample_service):
                                doc_ids=[d["id"] for d in sample_service.documents(TENANT) if d["filename"] == MSA])
     assert first.route == "long" and first.thread_id
     assert_quotes_in_source(sample_service, first)
-    stats = sample_service.engine_stats()
-    names = [n for n in stats["snapshot_names"] if n.startswith(f"dossier-{TENANT}-")]
+    stats = sample_service.engine_stats(TENANT)  # the tenant's own snapshot names, without the namespace
+    names = [n for n in stats["snapshot_names"] if n.startswith("dossier-")]
     assert len(names) == 1
     follow = sample_service.ask(TENANT, "And what does it say about the liability cap?", thread_id=first.thread_id)
     assert follow.route == "long"  # auto mode keeps reading the same dossier
-    after = sample_service.engine_stats()
-    assert [n for n in after["snapshot_names"] if n.startswith(f"dossier-{TENANT}-")] == names
+    after = sample_service.engine_stats(TENANT)
+    assert [n for n in after["snapshot_names"] if n.startswith("dossier-")] == names
+    assert sample_service.engine_stats("someone-else")["snapshot_names"] == []  # never another tenant's
     assert any("2,000,000" in c.quote for c in follow.citations), follow.citations
 
 
