@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 
 from app import prompts
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict, stream_tokens
+from engine.snapshot import owned_name
 
 MAX_DOSSIER_DOCS = 3
 LONG_CUES = ("summar", "whole", "entire", "overall", "read the", "full text", "all of the", "dossier", "throughout")
@@ -23,7 +24,8 @@ def wants_long(question: str) -> bool:
 
 
 def dossier_name(tenant: str, system_text: str) -> str:
-    return f"dossier-{tenant}-{hashlib.sha1(system_text.encode()).hexdigest()[:16]}"
+    """The engine snapshot key: in the tenant's namespace (``/v1`` callers see ``dossier-<hash>``)."""
+    return owned_name(tenant, f"dossier-{hashlib.sha1(system_text.encode()).hexdigest()[:16]}")
 
 
 def make_long_node(deps: AgentDeps):
