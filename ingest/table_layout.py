@@ -137,8 +137,14 @@ def segment_line(words: list[dict]) -> list[Segment]:
     size = median(sizes) if sizes else 10.0
     gap = max(3.0, 0.75 * size)
     segs: list[Segment] = []
-    for w, sz in zip(words, sizes):
-        if segs and w["x0"] - segs[-1].x1 <= gap:
+    # a trailing run of numbers ("kept the assets 344 75.2") splits at narrower gaps than text does
+    numeric = [is_numeric_text(w["text"]) for w in words]
+    tail = len(words)
+    while tail > 0 and numeric[tail - 1]:
+        tail -= 1
+    for k, (w, sz) in enumerate(zip(words, sizes)):
+        limit = 0.4 * size if k >= tail and k > 0 else gap
+        if segs and w["x0"] - segs[-1].x1 <= limit:
             s = segs[-1]
             s.text, s.x1 = s.text + " " + w["text"], max(s.x1, w["x1"])
             s.top, s.bottom = min(s.top, w["top"]), max(s.bottom, w["bottom"])
@@ -165,15 +171,21 @@ def segment_line(words: list[dict]) -> list[Segment]:
 
 def page_layout(page) -> Layout:
     """The layout of a pdfplumber page (words de-rotated when most of the text runs sideways)."""
-    chars = [c for c in page.chars if c.get("text", "").strip()]
-    chars, rotation = _derotate(chars, float(page.width), float(page.height))
+    return layout_from_chars([c for c in page.chars if c.get("text", "").strip()], float(page.width),
+                             float(page.height))
+
+
+def layout_from_chars(chars: list[dict], width: float, height: float) -> Layout:
+    """Layout from char dicts (text, x0, x1, top, bottom, size, upright) in top-left page coordinates."""
+    page_w, page_h = width, height
+    chars, rotation = _derotate(chars, page_w, page_h)
     words = _words(chars)
     lines = []
     for ws in group_lines(words):
         segs = segment_line(ws)
         if segs:
             lines.append(Line(min(s.top for s in segs), max(s.bottom for s in segs), segs))
-    w, h = float(page.width), float(page.height)
+    w, h = page_w, page_h
     return Layout(lines, h if rotation else w, w if rotation else h, rotation)
 
 

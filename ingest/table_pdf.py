@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ingest.parsers import RawTable
 from ingest.table_detect import detect_borderless
-from ingest.table_layout import layout_text, page_layout
+from ingest.table_layout import Layout, layout_text, page_layout
 
 
 def _area(b) -> float:
@@ -96,9 +96,13 @@ def _join_continuations(tables: list[RawTable]) -> list[RawTable]:
 
 
 def page_tables(page, number: int) -> tuple[list[RawTable], str | None]:
-    """(tables on the page, the page's upright text when it was sideways else None)."""
+    """(tables on a pdfplumber page, the page's upright text when it was sideways else None)."""
     layout = page_layout(page)
-    ruled = [] if layout.rotation else _ruled(page, number)
+    return layout_tables(layout, number, [] if layout.rotation else _ruled(page, number))
+
+
+def layout_tables(layout: Layout, number: int, ruled: list[RawTable]) -> tuple[list[RawTable], str | None]:
+    """Borderless tables of a layout beside the ruled ones already found on the page."""
     found = list(ruled)
     for grid in detect_borderless(layout):
         box = layout.to_page(grid.bbox)

@@ -234,6 +234,13 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     while n_head > 0 and not any(not blank(c) for c in rows[n_head - 1][1:]) \
             and not CAPTION.search(str(rows[n_head - 1][0] or "")):
         n_head -= 1  # "Assets" / "Current assets:" above the first numbers are section rows, not headers
+    if not any(periodish(c) for r in rows[:n_head] for c in r[1:]):
+        # a period row below stray lines (footnote marks, a "Fiscal Year" row read as data) is the header
+        for k in range(n_head, min(n_head + 5, len(rows) - 1)):
+            cells = [c for c in rows[k][1:] if not blank(c)]
+            if len(cells) >= 2 and all(periodish(c) for c in cells):
+                n_head = k + 1
+                break
     rows = fold_columns(rows, n_head)
     width = len(rows[0])
     labels = _merge_labels(rows[:n_head], width)

@@ -1,9 +1,10 @@
 """PDF: page text from pypdfium2 (fast), tables from pdfplumber only on pages that may hold one.
 
 pypdf checks encryption; pypdfium2 gives each page's text and heading lines (set larger than the body);
-a cheap pre-check on that text (several lines with two or more numbers, or ruling paths) picks the pages
-that pdfplumber then reads for tables (``ingest.table_pdf``). If pypdfium2 cannot open a file, pdfplumber
-reads the text of every page as before. Sideways pages are turned upright for both text and tables.
+a cheap pre-check (numbers aligned in columns, from pypdfium2's character boxes, or ruling paths) picks the
+pages searched for tables: pages with numbers aligned but no rules from pypdfium2's characters alone,
+pages with rules by pdfplumber (``ingest.table_pdf``). If pypdfium2 cannot open a file, pdfplumber reads
+the text of every page as before. Sideways pages are turned upright for both text and tables.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from ingest.errors import IngestError
 from ingest.parsers import Page, ParsedDocument, RawTable
+from ingest.table_pdfium import pdfium_chars
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
 log = logging.getLogger(__name__)
@@ -103,8 +105,9 @@ def _headings(lines: list[str], sizes: list[float]) -> tuple[str, list[tuple[int
     return "\n".join(parts), headings
 
 
-def _pdfium_page(page, number: int) -> tuple[Page, bool]:
-    """Text and headings of one page, and whether it may hold a table (numbers aligned, or rules)."""
+def _pdfium_page(page, number: int) -> tuple[Page, str, list | None]:
+    """Text and headings of one page; where to search it for tables: "" (nowhere), "ruled" (pdfplumber: rules
+    drawn) or "aligned" (text alignment alone, from the char dicts returned with it)."""
     import pypdfium2.raw as raw
 
     tp = page.get_textpage()
@@ -124,17 +127,20 @@ def _pdfium_page(page, number: int) -> tuple[Page, bool]:
                 lines.append(stripped)
                 sizes.append(round(float(size), 1))
             start += len(piece)
-        hint = aligned and numbers_aligned(tp, text) if may_hold_table(text) else False
+        numeric = may_hold_table(text)
+        hint = aligned and numbers_aligned(tp, text) if numeric else False
         hint = hint or (aligned and _sideways(tp, text))
+        paths = 0
+        for _ in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2):
+            paths += 1
+            if paths >= 12:
+                break
+        mode = "ruled" if paths >= 12 or (hint and not aligned) else ("aligned" if hint else "")
+        chars = pdfium_chars(tp, text, float(page.get_height())) if mode == "aligned" else None
     finally:
         tp.close()
-    paths = 0
-    for _ in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2):
-        paths += 1
-        if paths >= 12:
-            break
     body, headings = _headings(lines, sizes)
-    return Page(number, body, headings), hint or paths >= 12
+    return Page(number, body, headings), mode, chars
 
 
 def _plumber_page_text(page, number: int) -> Page:
@@ -144,30 +150,44 @@ def _plumber_page_text(page, number: int) -> Page:
     return Page(number, text, headings)
 
 
-def pdf_page_texts(path: Path) -> tuple[list[Page], list[bool]] | None:
-    """(pages, may-hold-a-table flags) from pypdfium2, or None when it cannot read the file."""
+def pdf_page_texts(path: Path, tables: bool = True) -> tuple[list[Page], list[str], list[RawTable]] | None:
+    """(pages, per page "" | "ruled" | "aligned", the tables found by alignment alone) from pypdfium2, or None
+    when it cannot read the file. "ruled" pages are left to pdfplumber."""
     try:
         import pypdfium2 as pdfium
 
         doc = pdfium.PdfDocument(str(path), password="")
     except Exception:  # noqa: BLE001 - pdfium raises PdfiumError and others on damaged files
         return None
-    pages, hints = [], []
+    from ingest.table_layout import layout_from_chars
+    from ingest.table_pdf import layout_tables
+
+    pages, modes, found = [], [], []
     try:
         for i in range(len(doc)):
             page = doc[i]
             try:
-                page_rotation = page.get_rotation()
-                p, hint = _pdfium_page(page, i + 1)
+                p, mode, chars = _pdfium_page(page, i + 1)
+                width, height = float(page.get_width()), float(page.get_height())
+                if page.get_rotation() != 0 and mode:
+                    mode = "ruled"  # a /Rotate page: pdfplumber's coordinates
             finally:
                 page.close()
+            if mode == "aligned" and tables and len(chars) <= MAX_TABLE_CHARS:
+                try:
+                    got, upright = layout_tables(layout_from_chars(chars, width, height), i + 1, [])
+                    found.extend(got)
+                    p = Page(i + 1, upright) if upright is not None else p
+                except Exception:  # noqa: BLE001 - this page only: pdfplumber reads it instead
+                    log.warning("aligned table search failed on page %d of %s", i + 1, path.name, exc_info=True)
+                    mode = "ruled"
             pages.append(p)
-            hints.append(hint or page_rotation != 0)
+            modes.append(mode)
     except Exception:  # noqa: BLE001
         return None
     finally:
         doc.close()
-    return pages, hints
+    return pages, modes, found
 
 
 def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
@@ -176,10 +196,10 @@ def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
 
     from ingest.table_pdf import page_tables
 
-    fast = pdf_page_texts(path)
+    fast = pdf_page_texts(path, tables)
     pages: list[Page] = fast[0] if fast else []
-    hints: list[bool] = fast[1] if fast else []
-    found: list[RawTable] = []
+    hints: list[bool] = [m == "ruled" for m in fast[1]] if fast else []
+    found: list[RawTable] = list(fast[2]) if fast else []
     warnings: list[str] = []
     started = time.monotonic()
     try:
@@ -212,6 +232,7 @@ def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
         if not pages:
             raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
         warnings.append(f"tables skipped: the PDF is partly damaged ({type(exc).__name__})")
+    found.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
     if not any(p.text for p in pages):
         raise IngestError("the PDF has no extractable text (a scanned image? OCR is not supported)")
     return ParsedDocument("pdf", pages, found, warnings)
