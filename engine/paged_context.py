@@ -151,8 +151,9 @@ class PagedContext:
         live = {id(t) for t in block_tables}
         self._tables = {k: v for k, v in self._tables.items() if k in live}
         self.write_idx = torch.tensor(write, dtype=torch.long, device=dev)
-        if self._decode and self.ops.decode_attention is not None:  # one kernel call per layer for the batch
-            lens = [s.past_len + 1 for s in spans]
+        kernel = self.ops.decode_attention if self._decode else self.ops.prefill_attention
+        if kernel is not None:  # one kernel call per layer for the batch
+            lens = [s.past_len + s.length for s in spans]
             width = max(-(-n // bs) for n in lens)
             self.block_tables = torch.stack([torch.nn.functional.pad(t[:width], (0, max(0, width - len(t))))
                                              for t in tables])
@@ -179,6 +180,10 @@ class PagedContext:
             kc.index_copy_(1, self.write_idx, k.to(store).transpose(0, 1))
             vc.index_copy_(1, self.write_idx, v.to(store).transpose(0, 1))
 
+        if self.block_tables is not None and sliding_window is None and not self._decode:
+            return self.ops.prefill_attention(q, kc, vc, self.block_tables, [s.start for s in self.spans],
+                                              [s.length for s in self.spans], [s.past_len for s in self.spans],
+                                              scale, bs, ks if fp8 else None, vs if fp8 else None)
         if self.block_tables is not None and sliding_window is None:
             return self.ops.decode_attention(q, kc, vc, self.block_tables, self.seq_lens, scale, bs,
                                              ks if fp8 else None, vs if fp8 else None, max_len=self.max_len)

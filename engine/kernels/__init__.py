@@ -20,6 +20,7 @@ import torch
 class Ops:
     name: str  # "default" (the engine's own torch paths), "torch" (kernel references), "triton"
     decode_attention: Optional[Callable] = None  # paged_decode_attention_* contract; None: per-sequence SDPA
+    prefill_attention: Optional[Callable] = None  # paged_prefill_attention_* contract (steps with prefill spans)
     mamba_step: Optional[Callable] = None  # mamba_multi_step_* contract; None: gather + ssd_step + scatter
     moe_nvfp4: Optional[Callable] = None  # fused_moe_* contract; None: the per-expert loop
     linear_nvfp4: Optional[Callable] = None  # nvfp4_linear_* contract; None: dequantize, then F.linear
@@ -41,7 +42,9 @@ def torch_ops() -> Ops:
     from engine.kernels.decode_attention import paged_decode_attention_torch
     from engine.kernels.fused_moe import fused_moe_torch, nvfp4_linear_torch
     from engine.kernels.mamba_step import mamba_multi_step_torch
-    return Ops("torch", paged_decode_attention_torch, mamba_multi_step_torch, fused_moe_torch, nvfp4_linear_torch)
+    from engine.kernels.prefill_attention import paged_prefill_attention_torch
+    return Ops("torch", paged_decode_attention_torch, paged_prefill_attention_torch, mamba_multi_step_torch,
+               fused_moe_torch, nvfp4_linear_torch)
 
 
 def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
@@ -50,7 +53,9 @@ def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
     from engine.kernels.decode_attention import paged_decode_attention_triton
     from engine.kernels.fused_moe import fused_moe_triton, nvfp4_linear_triton
     from engine.kernels.mamba_step import mamba_multi_step_triton
-    return Ops("triton", partial(paged_decode_attention_triton, dot_dtype=dot_dtype), mamba_multi_step_triton,
+    from engine.kernels.prefill_attention import paged_prefill_attention_triton
+    return Ops("triton", partial(paged_decode_attention_triton, dot_dtype=dot_dtype),
+               partial(paged_prefill_attention_triton, dot_dtype=dot_dtype), mamba_multi_step_triton,
                partial(fused_moe_triton, dot_dtype=dot_dtype), partial(nvfp4_linear_triton, dot_dtype=dot_dtype),
                dot_dtype)
 
