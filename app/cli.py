@@ -172,6 +172,7 @@ def eval_(
     category: Optional[list[str]] = typer.Option(None, help="CUAD categories (repeatable; default the core 14)"),
     render: str = typer.Option("html", help="TAT-QA documents as html | pdf"),
     workers: int = typer.Option(1, help="questions in flight at once (the engine batches them)"),
+    report_only: bool = typer.Option(False, "--report-only", help="score what the journal holds; ask nothing new"),
 ) -> None:
     """Evaluate retrieval and answers on a dataset: recall@k, accuracy, citations, supported precision."""
     from app.evaluation.command import eval_command
@@ -179,7 +180,8 @@ def eval_(
     try:
         eval_command(get_settings(), dataset, kind=kind, limit=limit, docs=docs, mode=mode,
                      retrieval_only=retrieval_only, out=out, data_dir=data_dir, names=names,
-                     categories=category or None, render=render, workers=workers)
+                     categories=category or None, render=render, workers=workers,
+                     report_only=report_only)
     except ValueError as exc:
         typer.echo(f"lexicon eval: {exc}", err=True)
         raise typer.Exit(2)

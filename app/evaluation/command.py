@@ -19,6 +19,7 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
                  docs: Optional[int] = None, mode: str = "auto", retrieval_only: bool = False,
                  out: Optional[Path] = None, data_dir: Optional[Path] = None, names: bool = True,
                  categories: Optional[list[str]] = None, render: str = "html", k: int = 10, workers: int = 1,
+                 report_only: bool = False,
                  progress: bool = True, quiet: bool = False) -> dict:
     """Returns the summary dict (also written to ``out``); raises ValueError for a bad dataset or option."""
     from app.service import LexiconService
@@ -39,7 +40,8 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
         dataset.documents = [d for d in dataset.documents if d.name in needed]
     ifp = ingest_fingerprint(settings, render if dataset.kind == "tatqa" else "")
     run_settings = settings.model_copy(update={"data_dir": base / f"{dataset.kind}-{ifp}"})
-    opts = RunOptions(mode=mode, retrieval_only=retrieval_only, k=k, limit=limit, workers=max(1, workers))
+    opts = RunOptions(mode=mode, retrieval_only=retrieval_only, k=k, limit=limit, workers=max(1, workers),
+                      report_only=report_only)
     fp = run_fingerprint(run_settings, ifp, mode, retrieval_only, k)
     suffix = ("" if names else "-nonames") + ("-retrieval" if retrieval_only else f"-{mode}")
     out = Path(out) if out else base / "results" / f"{dataset.kind}-{dataset.name}{suffix}.json"
@@ -57,7 +59,8 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
                             "in_index": state.in_index,
                             "failed": dict(list(state.failed.items())[:20])}
     config = {"dataset": str(dataset_dir), "kind": dataset.kind, "name": dataset.name, "mode": mode,
-              "retrieval_only": retrieval_only, "names": names, "k": k, "limit": limit, "docs": docs, "workers": opts.workers,
+              "retrieval_only": retrieval_only, "names": names, "k": k, "limit": limit, "docs": docs,
+              "workers": opts.workers, "report_only": report_only,
               "render": render if dataset.kind == "tatqa" else None, "retriever": state.retriever,
               "index_dir": str(run_settings.data_dir), "fingerprint": fp, "journal": str(journal.path),
               "seconds": round(time.perf_counter() - started, 1)}

@@ -25,6 +25,7 @@ class RunOptions:
     k: int = 10
     limit: Optional[int] = None
     workers: int = 1  # questions in flight at once (the engine batches them; latencies then include queueing)
+    report_only: bool = False  # score what the journal holds, ask nothing new
 
 
 @dataclass
@@ -135,6 +136,8 @@ def run(service, dataset: Dataset, items: list[EvalItem], journal: Journal, fing
             out[item.id] = journal.records[key]
         else:
             todo.append((item, key))
+    if opts.report_only:
+        todo = []
     bar = tqdm(total=len(todo), desc="questions", unit="q", disable=not progress)
     lock = threading.Lock()
 
