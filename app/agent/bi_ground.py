@@ -103,8 +103,8 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         if norm_label and re.search(rf"\b{re.escape(norm_label)}\b", norm_q):
             lex += 0.1
         sw = content_words(row.section) - lw
-        if sw and matched:
-            lex += 0.1 * len(sw & plain) / len(sw)
+        if sw and matched:  # the section tells apart rows of the same name
+            lex += 0.25 * len(sw & plain) / len(sw)
         if row.is_total and not pq.wants_total and "total" in row.label.lower():
             lex -= 0.15
         d = float(max(0.0, min(1.0, (dense[i] - 0.2) / 0.6)))
@@ -117,10 +117,11 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
 
 def distinct_rows(matches: list[RowMatch], n: int, floor: float) -> list[RowMatch]:
     """Up to ``n`` good matches naming different words of the question (not one name matched twice)."""
+    good = [m for m in matches if m.score >= floor]
+    # a name matched inside a longer one ("License" inside "Cost of license") is not a second item
+    good = [m for m in good if not any(m.matched < o.matched for o in good)]
     picked: list[RowMatch] = []
-    for m in matches:
-        if m.score < floor:
-            break
+    for m in good:
         if any(m.matched <= p.matched or m.row.label.lower() == p.row.label.lower() for p in picked):
             continue
         picked.append(m)
@@ -145,7 +146,7 @@ def best_col(cands: list[Col], pq: ParsedQuestion) -> Col:
 
     def key(c: Col):
         title = content_words(c.title)
-        return (len(title & words), c.percent == wants_pct, bool(pq.fy) == bool(c.period and c.period.fy))
+        return (c.percent == wants_pct, len(title & words), bool(pq.fy) == bool(c.period and c.period.fy))
     return max(cands, key=key)
 
 

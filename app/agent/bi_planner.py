@@ -35,6 +35,8 @@ class PlanResult:
 def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_ids=None,
                   encode: Optional[Callable] = None) -> PlanResult:
     pq = parse_question(question)
+    if pq.text_intent:
+        return PlanResult(None, "a question about the text (why / how / what it means), not a figure")
     in_scope, why = scope_tables(tables, question, doc_ids)
     if not in_scope:
         return PlanResult(None, "no table in the documents in scope", why)
@@ -169,9 +171,18 @@ def _change(view, pq, matches, cols_named):
     return Program(op, view, _ops([matches[0].row], cols))
 
 
+def _span(view: TableView, cols_named: list[Col], pq) -> list[Col]:
+    """Every period column from the first to the last named (one per period)."""
+    years = [c.period.year for c in cols_named]
+    inside = [c for c in latest_cols(view, pq, 99) if min(years) <= c.period.year <= max(years)]
+    return inside if len(inside) >= len(cols_named) else cols_named
+
+
 def _average(view, pq, matches, cols_named):
     row = matches[0].row
-    if len(cols_named) >= 2:
+    if len(cols_named) >= 2 and pq.span:
+        cols = _span(view, cols_named, pq)
+    elif len(cols_named) >= 2:
         cols = cols_named
     elif len(cols_named) == 1 and view.period_cols:  # "the 2019 average X": 2019 and the year before
         prev = _previous(view, cols_named[0], pq)
@@ -193,7 +204,7 @@ def _average(view, pq, matches, cols_named):
 
 def _sum(view, pq, matches, cols_named):
     if len(cols_named) >= 2:
-        return Program("sum", view, _ops([matches[0].row], cols_named))
+        return Program("sum", view, _ops([matches[0].row], _span(view, cols_named, pq) if pq.span else cols_named))
     two = _two_rows(matches, pq)
     if not two:
         return None
@@ -206,6 +217,8 @@ def _ratio(view, pq, matches, cols_named):
     two = _two_rows(matches, pq)
     if two:
         a, b = two
+        if pq.reversed_ratio:
+            a, b = b, a
         if a.row.is_total and not b.row.is_total:  # "the share of the total that is X": total divides
             a, b = b, a
         rows = [a.row, b.row]

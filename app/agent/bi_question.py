@@ -32,6 +32,19 @@ _BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|break
                         r"by year|per year|every segment|all segments|by category|each category)\b", re.I)
 _PERCENT = re.compile(r"\bpercent(?:age)?\b|%", re.I)
 _FY = re.compile(r"\b(fy|full[- ]year)\b", re.I)
+_TEXT_INTENT = re.compile(
+    r"^\s*(why|where|who|whom|whose|describe|explain|list the reasons?)\b|\b(reasons?|why|definitions?|define[sd]?|"
+    r"meaning|mean by|stand for|what (?:caused|drove|led to|contributed)|due to what|primarily due|policy|"
+    r"policies|methodology|approach|how (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?"
+    r"(?:company|group|management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|"
+    r"what (?:does|do) (?:the )?\w+ (?:mean|refer|include|represent|comprise)|what is included|included in|"
+    r"consists? of|comprised of|which (?:method|standard|model|approach|assumption))\b", re.I)
+_SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\s*(?:to|and|through|until|-|–)\s*"
+                   r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*(?:-|–|through|to)\s*((?:19|20)\d\d)\b",
+                   re.I)
+_RATIO_REVERSED = re.compile(
+    r"\b(?:percentage|percent|proportion|share|portion|fraction|%)\s+of\s+(?:the\s+)?[\w\s,&'’()-]+?\b(?:is|was|are|"
+    r"were|came|comes|made up|derived|accounted|represented|attributable|consist\w*|related)\b", re.I)
 _BOILER = re.compile(
     r"\b(what|which|how|much|many|is|was|were|are|the|a|an|of|in|for|from|to|between|and|as|at|by|on|did|does|do|"
     r"year|years|period|periods|amount|value|values|figure|figures|reported|respectively|compared|comparison|"
@@ -52,6 +65,9 @@ class ParsedQuestion:
     breakdown: bool = False
     which: bool = False  # "which year/segment ..." (max/min answer a label)
     phrase: str = ""  # the question without periods and operation words
+    span: bool = False  # "from 2015 to 2019": every period in between (for average / sum)
+    text_intent: bool = False  # asks why / how / what something means: a text question
+    reversed_ratio: bool = False  # "what percentage of B is A": the first-named item divides
 
 
 def parse_question(question: str) -> ParsedQuestion:
@@ -82,8 +98,10 @@ def parse_question(question: str) -> ParsedQuestion:
     else:
         op = "lookup"
     phrase = strip_periods(q)
+    span = bool(_SPAN.search(q)) and op in ("average", "sum")
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
-                          bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase)
+                          bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase,
+                          span, bool(_TEXT_INTENT.search(q)), bool(_RATIO_REVERSED.search(body)))
 
 
 def entity_text(phrase: str) -> str:

@@ -1,0 +1,171 @@
+"""BI planner on real tables ingested through the real ingest path (HTML files written here): each program kind
+computes the right value with its formula, SQL and citation; synonyms ground rows; a question without a
+confident plan hands over to RAG; a second document's table is never used outside the scope."""
+from __future__ import annotations
+
+import pytest
+
+from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+
+TENANT = "bi-planner"
+
+ACME = """<html><body><h1>Acme Corp annual report 2019</h1>
+<p>Consolidated statements of operations (in millions)</p>
+<table>
+<tr><th></th><th>Year Ended December 31, 2019</th><th>Year Ended December 31, 2018</th><th>Year Ended December 31, 2017</th></tr>
+<tr><td>Net sales</td><td>1,200.0</td><td>1,000.0</td><td>900.0</td></tr>
+<tr><td>Cost of sales</td><td>700.0</td><td>650.0</td><td>600.0</td></tr>
+<tr><td>Gross profit</td><td>500.0</td><td>350.0</td><td>300.0</td></tr>
+<tr><td>Operating expenses:</td><td></td><td></td><td></td></tr>
+<tr><td>Research and development</td><td>120.0</td><td>100.0</td><td>80.0</td></tr>
+<tr><td>Selling, general and administrative</td><td>80.0</td><td>70.0</td><td>60.0</td></tr>
+<tr><td>Total operating expenses</td><td>200.0</td><td>170.0</td><td>140.0</td></tr>
+<tr><td>Operating income</td><td>300.0</td><td>180.0</td><td>160.0</td></tr>
+<tr><td>Purchases of property, plant and equipment</td><td>(45.5)</td><td>(38.2)</td><td>(30.0)</td></tr>
+</table>
+<p>Net sales grew because customers bought more widgets.</p>
+</body></html>"""
+
+GLOBEX = """<html><body><h1>Globex Inc annual report 2019</h1>
+<p>Income statement (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Net sales</td><td>5,000.0</td><td>4,000.0</td></tr>
+<tr><td>Royalty income</td><td>75.0</td><td>60.0</td></tr>
+<tr><td>Operating income</td><td>900.0</td><td>700.0</td></tr>
+</table></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from app.agent.state import AgentDeps
+    from ingest.knowledge_base import KnowledgeBase
+
+    settings = small_settings(tmp_path_factory.mktemp("bi-planner"))
+    kb = KnowledgeBase(settings)
+    docs = {}
+    for name, text in (("acme_annual_2019.html", ACME), ("globex_annual_2019.html", GLOBEX)):
+        path = settings.data_dir / name
+        path.write_text(text)
+        res = kb.ingest_file(path, TENANT)
+        assert res.status == "ingested" and res.tables == 1, res
+        docs[name.split("_")[0]] = res.doc_id
+
+    def no_model():
+        raise AssertionError("the BI route must not need a model")
+
+    yield kb, AgentDeps(kb, settings, no_model), docs
+    kb.close()
+
+
+def ask(env, question, doc="acme"):
+    from app.agent.nodes_bi import make_bi_node
+    from app.agent.state import turn_input
+
+    kb, deps, docs = env
+    state = turn_input(TENANT, question, "bi", [docs[doc]] if doc else None)
+    return make_bi_node(deps)(state)
+
+
+def computed(env, out, op):
+    """The value the answer's SQL computes, run again through the read-only validator."""
+    kb = env[0]
+    res = kb.run_sql(TENANT, out["sql"])
+    assert res.rows == out["rows"]
+    return res.rows[0][res.columns.index(op)]
+
+
+def assert_bi(env, out, doc="acme"):
+    assert out["route"] == "bi", out
+    assert out["supported"] is True
+    c = out["citations"][0]
+    assert c["doc_id"] == env[2][doc] and c["filename"].startswith(doc) and c["page"] == 1
+    assert "SQL: SELECT" in out["answer"] and out["sql"] in out["answer"]
+
+
+def test_difference_is_new_minus_old(env):
+    out = ask(env, "What was the change in net sales from 2018 to 2019?")
+    assert_bi(env, out)
+    assert computed(env, out, "difference") == pytest.approx(200.0)
+    assert "1,200 − 1,000 = 200" in out["answer"] and "Net sales (2019) 1,200" in out["answer"]
+
+
+def test_percentage_change(env):
+    out = ask(env, "What was the percentage change in gross profit between 2018 and 2019?")
+    assert_bi(env, out)
+    assert computed(env, out, "pct_change") == pytest.approx(42.86, abs=0.01)
+    assert "(500 − 350) / 350 × 100 = 42.86%" in out["answer"]
+
+
+def test_average_over_the_years_mentioned(env):
+    out = ask(env, "What was the average research and development expense for 2018 and 2019?")
+    assert_bi(env, out)
+    assert computed(env, out, "average") == pytest.approx(110.0)
+    assert "(120 + 100) / 2 = 110" in out["answer"] or "(100 + 120) / 2 = 110" in out["answer"]
+    span = ask(env, "What was the average cost of sales from 2017 to 2019?")
+    assert computed(env, span, "average") == pytest.approx(650.0)  # every year in the range
+
+
+def test_sum_of_two_line_items(env):
+    out = ask(env, "What was the sum of research and development and selling, general and administrative in 2019?")
+    assert_bi(env, out)
+    assert computed(env, out, "sum") == pytest.approx(200.0)
+    assert "120 + 80 = 200" in out["answer"]
+
+
+def test_ratio_and_share_of_a_total(env):
+    out = ask(env, "What was the ratio of cost of sales to net sales in 2019?")
+    assert_bi(env, out)
+    assert computed(env, out, "ratio") == pytest.approx(700 / 1200)
+    assert "700 / 1,200 = 0.58" in out["answer"]
+    share = ask(env, "What percentage of total operating expenses was research and development in 2018?")
+    assert computed(env, share, "ratio") == pytest.approx(100 / 170 * 100)
+    assert "100 / 170 × 100 = 58.82%" in share["answer"]
+
+
+def test_max_over_periods_and_lookup_with_synonyms(env):
+    out = ask(env, "Which year had the highest operating income?")
+    assert_bi(env, out)
+    assert out["answer"].startswith("2019 (highest Operating income")
+    capex = ask(env, "What was capital expenditure in 2019?")  # ~ purchases of property, plant and equipment
+    assert_bi(env, capex)
+    assert capex["rows"] == [["Purchases of property, plant and equipment", -45.5]]
+    revenue = ask(env, "What was revenue in 2018?")  # ~ net sales
+    assert revenue["rows"] == [["Net sales", 1000.0]]
+
+
+def test_scope_never_uses_another_documents_table(env):
+    # the caller passed Acme: Globex's royalty income is not an answer, RAG gets the question
+    out = ask(env, "What was royalty income in 2019?", doc="acme")
+    assert out["route"] == "rag" and out.get("fallback")
+    acme = ask(env, "What was operating income in 2019?", doc="acme")
+    assert acme["rows"] == [["Operating income", 300.0]] and acme["citations"][0]["doc_id"] == env[2]["acme"]
+    # no doc_ids: the question names Globex, so only Globex's table is in scope
+    named = ask(env, "What was Globex's net sales in 2019?", doc=None)
+    assert_bi(env, named, doc="globex")
+    assert named["rows"] == [["Net sales", 5000.0]]
+
+
+def test_not_confident_hands_over_to_rag_without_raising(env):
+    for q in ("Why did net sales grow in 2019?", "What is the governing law of the agreement?",
+              "What was net sales in 2015?", "Who is the chief executive officer?"):
+        out = ask(env, q)
+        assert out["route"] == "rag" and out["fallback"], (q, out)
+
+
+def test_routing_decides_by_a_confident_plan(env):
+    from app.agent.graph import build_graph
+    from app.agent.state import turn_input
+
+    kb, deps, docs = env
+    graph = build_graph(deps)
+
+    def route_of(q):
+        for upd in graph.stream(turn_input(TENANT, q, "auto", [docs["acme"]]), stream_mode="updates"):
+            if "route" in upd:
+                return upd["route"]["route"]
+
+    assert route_of("What was the change in net sales from 2018 to 2019?") == "bi"
+    assert route_of("How did gross profit change in 2019 compared to 2018?") == "bi"
+    assert route_of("Why did net sales grow in 2019?") == "rag"
+    assert route_of("What do customers buy?") == "rag"
