@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Callable
-
 import yaml
 
 from app import batch_store as store
@@ -107,12 +105,17 @@ def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str 
         engine = service.kb.engine
         store.ensure_tables(engine)
         job_id = store.create_job(engine, tenant, documents, qs, "rag", job_key(docs, out))
-        if settings.ray_address and own and not settings.qdrant_url:
-            service.close()  # the Ray worker opens the embedded vector store: one process at a time
+        # on Ray the workers open the stores; the embedded vector store only once this process lets it go
+        use_ray = bool(settings.ray_address) and (own or bool(settings.qdrant_url))
+        if use_ray and not settings.qdrant_url:
+            service.close()
             service = None
             from ingest.store import make_engine
             engine = make_engine(settings.resolved_database_url)
-        result = _run_with_progress(console, settings, service, engine, job_id)
+        elif settings.ray_address and not use_ray:
+            console.print("[yellow]running in-process: this process holds the embedded vector store "
+                          "(Ray needs LEXICON_QDRANT_URL here)[/yellow]")
+        result = _run_with_progress(console, settings, service, engine, job_id, use_ray)
         write_output(out, result)
         failed = f", {result['failed']} failed (see their error column)" if result["failed"] else ""
         console.print(f"{result['done']} answered{failed} ({result['total']} pairs) in {out}"
@@ -123,7 +126,7 @@ def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str 
             service.close()
 
 
-def _run_with_progress(console, settings, service, engine, job_id: str) -> dict:
+def _run_with_progress(console, settings, service, engine, job_id: str, use_ray: bool) -> dict:
     job = store.job_dict(engine, job_id, rows=False)
     with progress_bar(console) as bar:
         task = bar.add_task("questions", total=job["total"], completed=job["done"] + job["failed"])
@@ -131,12 +134,9 @@ def _run_with_progress(console, settings, service, engine, job_id: str) -> dict:
         def on_row(row: dict) -> None:
             bar.update(task, advance=1, description=f"{row['filename']}: {row['question'][:40]}")
 
-        run(settings, service, engine, job_id, on_row)
+        if use_ray:
+            from app.batch_ray import run_job_on_ray
+            run_job_on_ray(settings, engine, job_id, on_row)
+        else:
+            run_job(service, job_id, on_row)
     return store.job_dict(engine, job_id)
-
-
-def run(settings, service, engine, job_id: str, on_row: Callable[[dict], None] | None = None) -> dict:
-    if settings.ray_address:
-        from app.batch_ray import run_job_on_ray
-        return run_job_on_ray(settings, engine, job_id, on_row)
-    return run_job(service, job_id, on_row)

@@ -3,7 +3,7 @@ overload, and the server's RSS at idle and under 8 concurrent asks.
 
 Starts a real ``lexicon serve --samples`` subprocess on a free port with its own data dir, then runs three
 bounded phases (each stops by itself): idle (the reference), 8 concurrent asks (inside the default limits),
-and an overload of ``--overload`` concurrent asks. Prints latencies, ratios to the idle reference, status
+an overload of ``--overload`` concurrent asks, and ``--v1`` concurrent streamed /v1 chat completions. Prints latencies, ratios to the idle reference, status
 counts and RSS. Usage: ``python bench/bench_service.py [--overload 24] [--tokens 32]``.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ def asks(url: str, n: int, key: str, deadline_s: float, pid: int) -> tuple[dict,
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    with ThreadPoolExecutor(n) as pool:
+    with ThreadPoolExecutor(max(1, n)) as pool:
         results = list(pool.map(one, range(n)))
     done.set()
     watcher.join()
@@ -106,6 +106,25 @@ def asks(url: str, n: int, key: str, deadline_s: float, pid: int) -> tuple[dict,
     for code, _ in results:
         counts[code] = counts.get(code, 0) + 1
     return counts, max(peak), [s for code, s in results if code == 200]
+
+
+def v1_streams(url: str, n: int, key: str, deadline_s: float, tokens: int) -> dict:
+    """n concurrent streamed /v1/chat/completions; status counts."""
+    def one(i):
+        with httpx.Client(timeout=deadline_s) as c:
+            try:
+                with c.stream("POST", url + "/v1/chat/completions", headers={"X-API-Key": key},
+                              json={"messages": [{"role": "user", "content": f"Write a short note number {i}."}],
+                                    "max_tokens": tokens, "stream": True}) as r:
+                    for _ in r.iter_lines():
+                        pass
+                    return r.status_code
+            except httpx.HTTPError:
+                return "timeout"
+
+    with ThreadPoolExecutor(n) as pool:
+        codes = list(pool.map(one, range(n)))
+    return {c: codes.count(c) for c in set(codes)}
 
 
 def report(name: str, probe: HealthProbe, ref_p95: float | None) -> float:
@@ -120,6 +139,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--overload", type=int, default=24, help="concurrent asks in the overload phase")
     ap.add_argument("--tokens", type=int, default=32, help="LEXICON_MAX_NEW_TOKENS of the server")
+    ap.add_argument("--v1", type=int, default=16, help="concurrent /v1 streams in the last phase (0: skip)")
+    ap.add_argument("--only-v1", action="store_true", help="skip the ask phases")
     ap.add_argument("--deadline", type=float, default=600, help="seconds any phase may take")
     args = ap.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-service-"))
@@ -153,16 +174,26 @@ def main() -> int:
             time.sleep(5)
         ref = report("idle (reference)", idle, None)
 
-        with HealthProbe(url) as busy:
-            counts, peak, lat = asks(url, 8, "demo-key", args.deadline, server.pid)
-        report("8 concurrent asks", busy, ref)
-        print(f"  statuses {counts}; ask latency p50 {statistics.median(lat) if lat else float('nan'):.1f} s; "
-              f"peak RSS {peak:.0f} MiB (+{peak - rss_idle:.0f} over idle)", flush=True)
+        if args.only_v1:
+            args.overload = 0
+        else:
+            with HealthProbe(url) as busy:
+                counts, peak, lat = asks(url, 8, "demo-key", args.deadline, server.pid)
+            report("8 concurrent asks", busy, ref)
+            print(f"  statuses {counts}; ask latency p50 {statistics.median(lat) if lat else float('nan'):.1f} s; "
+                  f"peak RSS {peak:.0f} MiB (+{peak - rss_idle:.0f} over idle)", flush=True)
 
-        with HealthProbe(url) as over:
-            counts, peak, lat = asks(url, args.overload, "demo-key", args.deadline, server.pid)
-        report(f"{args.overload} concurrent asks", over, ref)
-        print(f"  statuses {counts}; 429s {counts.get(429, 0)} of {args.overload}; peak RSS {peak:.0f} MiB", flush=True)
+        if args.overload:
+            with HealthProbe(url) as over:
+                counts, peak, lat = asks(url, args.overload, "demo-key", args.deadline, server.pid)
+            report(f"{args.overload} concurrent asks", over, ref)
+            print(f"  statuses {counts}; 429s {counts.get(429, 0)} of {args.overload}; peak RSS {peak:.0f} MiB",
+                  flush=True)
+        if args.v1:
+            with HealthProbe(url) as v1:
+                counts = v1_streams(url, args.v1, "demo-key", args.deadline, args.tokens * 2)
+            report(f"{args.v1} concurrent /v1 streams", v1, ref)
+            print(f"  statuses {counts}", flush=True)
         gates = httpx.get(url + "/health").json()["queues"]["ask"]
         print(f"  ask gate after: admitted {gates['admitted']}, rejected {gates['rejected']}, active {gates['active']}, "
               f"queued {gates['queued']}", flush=True)
