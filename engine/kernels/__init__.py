@@ -24,6 +24,7 @@ class Ops:
     mamba_step: Optional[Callable] = None  # mamba_multi_step_* contract; None: gather + ssd_step + scatter
     moe_nvfp4: Optional[Callable] = None  # fused_moe_* contract; None: the per-expert loop
     linear_nvfp4: Optional[Callable] = None  # nvfp4_linear_* contract; None: dequantize, then F.linear
+    ssd_scan: Optional[Callable] = None  # engine.ops.ssd.ssd_chunk_scan contract (prefill); None: that function
     dot_dtype: Optional[torch.dtype] = None  # tl.dot operand dtype (None: q's half dtype, else fp32)
 
 
@@ -54,10 +55,11 @@ def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
     from engine.kernels.fused_moe import fused_moe_triton, nvfp4_linear_triton
     from engine.kernels.mamba_step import mamba_multi_step_triton
     from engine.kernels.prefill_attention import paged_prefill_attention_triton
+    from engine.kernels.ssd_scan import ssd_chunk_scan_triton
     return Ops("triton", partial(paged_decode_attention_triton, dot_dtype=dot_dtype),
                partial(paged_prefill_attention_triton, dot_dtype=dot_dtype), mamba_multi_step_triton,
                partial(fused_moe_triton, dot_dtype=dot_dtype), partial(nvfp4_linear_triton, dot_dtype=dot_dtype),
-               dot_dtype)
+               ssd_chunk_scan_triton, dot_dtype)
 
 
 def select_ops(device, prefer: str = "auto", dot_dtype: Optional[torch.dtype] = None) -> Ops:

@@ -30,6 +30,7 @@ class Mamba2Mixer(nn.Module):
         self.norm = GatedRMSNorm(d_inner, d_inner // spec.n_groups, eps)
         self.out_proj = Linear(d_inner, hidden_size, bias=spec.use_bias)
         self.ssm_update = None  # an in-place multi-token state update (engine.kernels), set once at engine start
+        self.scan = ssd_chunk_scan  # the prefill chunked scan: ops/ssd.py, or a kernel (HybridLM.use_ops)
 
     def state_shapes(self) -> tuple[tuple[int, int], tuple[int, int, int]]:
         s = self.spec
@@ -75,7 +76,7 @@ class Mamba2Mixer(nn.Module):
                 h = F.silu(h.t())
                 xs, B, C = h.split([s.d_inner, G * N, G * N], dim=-1)
                 xs = xs.reshape(-1, H, P)
-                y, ssm_state = ssd_chunk_scan(xs, dt[sl], A, B.reshape(-1, G, N), C.reshape(-1, G, N),
+                y, ssm_state = self.scan(xs, dt[sl], A, B.reshape(-1, G, N), C.reshape(-1, G, N),
                                               s.chunk_size, ssm_state)
                 outs.append(y + xs.float() * self.D.float()[:, None])
                 ctx.set_mamba_state(self.mamba_idx, seq, conv_state, ssm_state)

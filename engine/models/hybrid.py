@@ -109,12 +109,15 @@ class HybridLM(nn.Module):
         return F.linear(hidden, self.embed.weight).float()
 
     def use_ops(self, ops) -> None:
-        """Pick the kernels once (engine.kernels.select_ops): every Mamba layer's decode state update, the fused
-        NVFP4 MoE and the NVFP4 projections (where the weights are NVFP4)."""
+        """Pick the kernels once (engine.kernels.select_ops): every Mamba layer's decode state update and prefill
+        scan, the fused NVFP4 MoE and the NVFP4 projections (where the weights are NVFP4)."""
         from engine.layers.moe import Experts
         from engine.quant.nvfp4 import Nvfp4Tensor
+        from engine.ops.ssd import ssd_chunk_scan
         for m in self.mamba_layers():
             m.ssm_update = ops.mamba_step
+            q = m.spec.chunk_size
+            m.scan = ops.ssd_scan if ops.ssd_scan is not None and q >= 16 and q & (q - 1) == 0 else ssd_chunk_scan
         for module in self.modules():
             if isinstance(module, Experts):
                 module.use_fused(ops.moe_nvfp4)

@@ -79,3 +79,23 @@ def test_nvfp4_model_with_fused_moe_and_gemm_kernels_equals_the_torch_paths(nvfp
     assert moe and all(m.fused is not None for m in moe)
     assert sum(1 for m in model.modules() if getattr(m, "nvfp4_gemm", None) is not None) >= 6
     assert got == want
+
+
+@pytest.mark.slow
+def test_prefill_scan_kernel_in_the_model_equals_the_torch_scan():
+    """With Mamba chunks of 16 the prefill scan goes through the Triton SSD kernel as well."""
+    pytest.importorskip("triton")
+    import dataclasses
+
+    from hybrid_fixtures import random_hybrid, tiny_hybrid_config
+
+    from engine.ops.ssd import ssd_chunk_scan
+
+    cfg = tiny_hybrid_config()
+    cfg.blocks = [dataclasses.replace(b, mamba=dataclasses.replace(b.mamba, chunk_size=16)) if b.mamba else b
+                  for b in cfg.blocks]
+    loaded = random_hybrid(cfg, seed=5)
+    _, want = run(loaded, "default", "float32")
+    engine, got = run(loaded, "triton", "float32")
+    assert all(m.scan is not ssd_chunk_scan for m in loaded.model.mamba_layers())
+    assert got == want
