@@ -96,9 +96,10 @@ def test_bad_dataset_is_a_clear_error(tmp_path):
 def test_agent_answers_are_scored(dataset, tmp_path):
     """The real agent (embedded SmolLM2) answers; every metric of the answers block is computed."""
     from app.evaluation.command import eval_command
-    from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+    from app.settings import Settings
 
-    settings = small_settings(tmp_path / "data")
+    settings = Settings(data_dir=tmp_path / "data", max_new_tokens=24, engine_max_model_len=4096,
+                        engine_memory_gib=1.0, engine_max_num_seqs=4)
     res = eval_command(settings, dataset, mode="rag", out=tmp_path / "a.json", progress=False, quiet=True)
     ans = res["summary"]["answers"]
     assert ans["n"] == 3 and ans["errors"] == 0
