@@ -169,7 +169,7 @@ def eval_(
     data_dir: Optional[Path] = typer.Option(None, help="where the cached evaluation index lives (default DATA_DIR/eval)"),
     names: bool = typer.Option(True, "--names/--no-names", help="CUAD: name the agreement and parties, or ask "
                                "the bare question restricted to the right contract"),
-    category: Optional[list[str]] = typer.Option(None, help="CUAD categories (repeatable; default the core 14)"),
+    category: Optional[list[str]] = typer.Option(None, help="repeatable: CUAD categories (default the core 14); TAT-QA answer types and/or sources (arithmetic, table ...); other datasets' categories"),
     render: str = typer.Option("html", help="TAT-QA documents as html | pdf"),
     workers: int = typer.Option(1, help="questions in flight at once (the engine batches them)"),
     report_only: bool = typer.Option(False, "--report-only", help="score what the journal holds; ask nothing new"),

@@ -13,6 +13,15 @@ from app.evaluation.report import build_rows, print_summary, write_json
 from app.evaluation.runner import RunOptions, document_texts, run, tenant_for
 
 MODES = ("auto", "rag", "long", "bi")
+SOURCES = ("table", "text", "table-text")  # TAT-QA answer_from
+
+
+def wanted(item, categories: list[str]) -> bool:
+    """TAT-QA answer types / FinanceBench question types / JSONL categories, and TAT-QA answer sources:
+    any of the given values of one kind, all kinds given (``--category arithmetic --category table``)."""
+    sources = [c for c in categories if c in SOURCES]
+    kinds = [c for c in categories if c not in SOURCES]
+    return (not kinds or item.category in kinds) and (not sources or item.meta.get("answer_from") in sources)
 
 
 def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit: Optional[int] = None,
@@ -32,10 +41,13 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
     base = Path(data_dir) if data_dir else settings.data_dir / "eval"
     dataset = load_dataset(dataset_dir, kind, base / "rendered", max_docs=docs, names=names,
                            categories=categories, render=render)
-    items = dataset.items[:limit] if limit else dataset.items
+    items = dataset.items
+    if categories and dataset.kind != "cuad":
+        items = [i for i in items if wanted(i, categories)]
+    items = items[:limit] if limit else items
     if not items:
         raise ValueError(f"{dataset_dir}: no questions to evaluate")
-    if limit:  # ingest only the documents the chosen questions need
+    if limit or (categories and dataset.kind != "cuad"):  # ingest only the documents the chosen questions need
         needed = {i.doc for i in items}
         dataset.documents = [d for d in dataset.documents if d.name in needed]
     ifp = ingest_fingerprint(settings, render if dataset.kind == "tatqa" else "")
