@@ -95,7 +95,7 @@ def openai_router(llm: LLM, owner: Optional[Callable[[Request], Optional[str]]] 
                 return await run_in_threadpool(handle.events.get, True, 0.05)
             except queue.Empty:
                 if await request.is_disconnected():
-                    llm._cancel(handle)
+                    await run_in_threadpool(llm._cancel, handle)
 
     async def wait(handle, request: Request) -> RequestOutput:
         while True:
@@ -133,10 +133,10 @@ def openai_router(llm: LLM, owner: Optional[Callable[[Request], Optional[str]]] 
     @router.post("/v1/chat/completions")
     async def chat(body: ChatRequest, request: Request):
         try:
-            ids = llm.chat_prompt(body.messages)
+            ids = await run_in_threadpool(llm.chat_prompt, body.messages)
         except Exception as exc:  # a bad message list fails in the chat template
             raise HTTPException(400, f"cannot render messages: {exc}") from exc
-        handle = submit(ids, body, request)
+        handle = await run_in_threadpool(submit, ids, body, request)  # waits for the engine lock: off the loop
         rid, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
         if body.stream:
             def chunk(delta, finish, out):
@@ -154,7 +154,7 @@ def openai_router(llm: LLM, owner: Optional[Callable[[Request], Optional[str]]] 
 
     @router.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request):
-        handle = submit(body.prompt, body, request)
+        handle = await run_in_threadpool(submit, body.prompt, body, request)
         rid, created = f"cmpl-{uuid.uuid4().hex[:12]}", int(time.time())
         if body.stream:
             def chunk(delta, finish, out):
