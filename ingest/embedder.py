@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.openmp import release_thread_pool
+from engine.openmp import _libgomp, release_thread_pool
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+SMALL_ENCODE = 4  # up to this many texts (search queries) run on the calling thread alone, no OpenMP team
 _SHARED: dict[str, "Embedder"] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -44,7 +45,7 @@ class Embedder:
         ingest thread encodes batch after batch; it calls ``release_thread_pool`` itself when the job ends)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
+        with self._lock, _single_thread(len(texts) <= SMALL_ENCODE):
             vecs = self.model.encode(
                 texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
                 show_progress_bar=False,
@@ -54,6 +55,27 @@ class Embedder:
             if release_pool:
                 release_thread_pool()
         return np.asarray(vecs, dtype=np.float32)
+
+
+class _single_thread:
+    """Run a query's encode without an OpenMP team (this thread's ICV only; other threads keep theirs). A
+    team of 2 waits at every barrier for whichever thread the OS has parked: on this project's 2-core box
+    under load (load average 24) one query took 3.3 s with the team and 0.2 s without; unloaded, a short
+    query gains little from a second thread anyway."""
+
+    def __init__(self, on: bool):
+        self.lib = _libgomp() if on else None
+        self.prev = 0
+
+    def __enter__(self):
+        if self.lib is not None:
+            self.prev = self.lib.omp_get_max_threads()
+            self.lib.omp_set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        if self.lib is not None and self.prev > 0:
+            self.lib.omp_set_num_threads(self.prev)
 
 
 def shared_embedder(model_path: Path) -> Embedder:
