@@ -365,7 +365,7 @@ def main(argv=None) -> int:
         kernels = "default" if kernels == "auto" else kernels
         ok = kernel_checks(device, True) if "kernels" not in skip else True
         torch.manual_seed(0)
-        run_model("tiny puzzle", tiny_config(), device, dtype, 2, 256, 2, 128, 64, kernels, 120)
+        run_model("tiny puzzle", tiny_config(), device, dtype, 2, 256, 2, 64, 32, kernels, 900)
         log(f"gpu_check --tiny done in {time.perf_counter() - start:.1f} s: {'ok' if ok else 'FAIL'}")
         return 0 if ok else 1
     if not torch.cuda.is_available():
