@@ -258,6 +258,16 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
     log(f"[{label}] built {len(config.blocks)} layers with random NVFP4 weights in {time.perf_counter() - t0:.1f} s"
         + (f"; {torch.cuda.memory_allocated() / GIB:.2f} GiB allocated" if cuda else "") + f"; kernels {ops.name}")
     bs = 16
+    from engine.llm_engine import _weights_bytes
+    from engine.planner import size_pools
+    try:  # what the engine's own sizing (the planner's sum) gives on this device for this model
+        cap = int(CAP_GIB * GIB * 0.95) if cuda else None
+        pools = size_pools(config, cap, _weights_bytes(model), "fp8", context, n_seqs, chunk, bs, 0,
+                           dtype.itemsize, device=device, memory_fraction=0.95)
+        log(f"[{label}] engine pools ({pools.source}): {pools.contexts:.2f} contexts of {context:,} tokens "
+            f"(exact fit {pools.budget.exact_contexts(context):.3f}), KV {pools.kv_bytes / GIB:.2f} GiB")
+    except ValueError as exc:
+        log(f"[{label}] engine pools: {exc}")
     attn = [b.attention for b in config.blocks if b.kind == "attention"]
     bps = -(-context // bs)
     kv = KVPool(len(attn), n_seqs * bps, bs, attn[0].num_kv_heads, attn[0].head_dim, torch.float8_e4m3fn, device)

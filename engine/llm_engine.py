@@ -59,8 +59,9 @@ class RequestOutput:
 def _weights_bytes(model: torch.nn.Module) -> int:
     total = sum(p.numel() * p.element_size() for p in model.parameters())
     for m in model.modules():
-        for part in getattr(m, "compressed", None) or []:
-            total += part.nbytes
+        for attr in ("compressed", "compressed_up", "compressed_down"):  # Linear parts, routed experts
+            for part in getattr(m, attr, None) or []:
+                total += part.nbytes
         total += getattr(m, "packed_nbytes", 0)  # a CPU-packed copy that replaced the weight
     return total
 

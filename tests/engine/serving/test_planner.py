@@ -96,3 +96,19 @@ def test_plan_reports_which_contexts_fit_for_1e6_and_2_20_tokens_at_79_1_and_80_
     plan_command("puzzle", "nvfp4", "fp8", 80.0, 1_000_000, 0.95)
     out = capsys.readouterr().out
     assert "1,048,576 tokens on 80 GiB: 7 contexts" in out and "1,000,000 tokens on 79.1 GiB: 7 contexts" in out
+
+
+def test_engine_counts_compressed_expert_weights():
+    """NVFP4 routed experts are weights too: the pools are sized after them (they were left out)."""
+    from hybrid_fixtures import random_hybrid, tiny_hybrid_config
+
+    from engine.llm_engine import _weights_bytes
+    from engine.quant.nvfp4 import quantize_nvfp4
+
+    loaded = random_hybrid(tiny_hybrid_config())
+    dense = _weights_bytes(loaded.model)
+    experts = next(m for m in loaded.model.modules() if type(m).__name__ == "Experts")
+    experts.compressed_up = [quantize_nvfp4(w) for w in experts.up.detach()]
+    experts.compressed_down = [quantize_nvfp4(w) for w in experts.down.detach()]
+    expert_bytes = sum(p.nbytes for p in experts.compressed_up + experts.compressed_down)
+    assert expert_bytes > 0 and _weights_bytes(loaded.model) == dense + expert_bytes
