@@ -88,4 +88,7 @@ def build_ui(service: Any) -> gr.Blocks:
             return engine_values(service, sess["tenant"]) if sess else (gr.skip(), gr.skip(), gr.skip())
 
         engine_tab.select(show_engine, [session], [engine_tiles, engine_raw, engine_plan])
+    settings = getattr(service, "settings", None)
+    if settings is not None:  # a full UI queue says so at once (Gradio's "queue is full") instead of growing
+        demo.queue(max_size=max(16, 4 * (settings.ask_max_active + settings.ask_max_queued)))
     return demo
