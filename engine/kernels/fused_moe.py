@@ -74,14 +74,16 @@ def _tl_dtype(dt: torch.dtype):
 
 
 def fused_moe_triton(x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tensor, up: Nvfp4Tensor,
-                     down: Nvfp4Tensor, dot_dtype: Optional[torch.dtype] = None, block_m: int = 16,
+                     down: Nvfp4Tensor, dot_dtype: Optional[torch.dtype] = None, block_m: Optional[int] = None,
                      block_n: int = 64, block_k: int = 64) -> torch.Tensor:
-    """Same contract as ``fused_moe_torch``; two launches (up + relu², down x routing weight) and a sum over k."""
+    """Same contract as ``fused_moe_torch``; two launches (up + relu², down x routing weight) and a sum over k.
+    ``block_m``: rows per tile (default 16 for decode-sized batches, 64 for prefill chunks)."""
     global _kernel
     if _kernel is None:
         _kernel = _build()
     T, D = x.shape
     k = topk_idx.shape[1]
+    block_m = block_m or (16 if T * k <= 4 * up.packed.shape[0] else 64)
     E, inter = up.packed.shape[0], up.packed.shape[1]
     if D % BLOCK or inter % BLOCK:
         raise ValueError("NVFP4 dims must be multiples of 16")
@@ -111,7 +113,7 @@ def nvfp4_linear_torch(x: torch.Tensor, w: Nvfp4Tensor) -> torch.Tensor:
 
 
 def nvfp4_linear_triton(x: torch.Tensor, w: Nvfp4Tensor, dot_dtype: Optional[torch.dtype] = None,
-                        block_m: int = 16, block_n: int = 64, block_k: int = 64) -> torch.Tensor:
+                        block_m: Optional[int] = None, block_n: int = 64, block_k: int = 64) -> torch.Tensor:
     """A dense NVFP4 projection [T, in] -> [T, out] through the same kernel (one "expert", every row routed
     to it): the weight is dequantized in registers, never materialized."""
     global _kernel
@@ -121,6 +123,7 @@ def nvfp4_linear_triton(x: torch.Tensor, w: Nvfp4Tensor, dot_dtype: Optional[tor
     x = x.reshape(-1, shape[-1]).contiguous()
     T, K = x.shape
     N = w.packed.shape[0]
+    block_m = block_m or (16 if T <= 16 else 64)  # a weight tile is dequantized once per row block
     dot = _tl_dtype(dot_dtype or (x.dtype if x.dtype in (torch.float16, torch.bfloat16) else torch.float32))
     R = -(-T // block_m) * block_m
     rows = torch.arange(R, dtype=torch.int32, device=x.device)

@@ -62,6 +62,9 @@ def test_triton_equals_reference(E, inter, dim, T, k, dot):
     downd = type(down)(mv(down.packed), mv(down.block_scale), mv(down.global_scale))
     xin = mv(x).to(dot if dot != torch.float32 else torch.float32)
     got = fused_moe_triton(xin, mv(idx), mv(w), upd, downd, dot_dtype=dot, block_n=16, block_k=32)
+    if dot == torch.float32:  # prefill-sized row tiles
+        big = fused_moe_triton(xin, mv(idx), mv(w), upd, downd, dot_dtype=dot, block_m=64, block_n=16, block_k=32)
+        torch.testing.assert_close(big.cpu(), want, atol=FP32_DOT_TOL, rtol=FP32_DOT_TOL)
     tol = FP32_DOT_TOL if dot == torch.float32 else 3e-2
     torch.testing.assert_close(got.cpu(), want, atol=tol, rtol=tol)
 
