@@ -58,7 +58,22 @@ def drop_empty_columns(rows: list[list[Cell]]) -> tuple[list[list[Cell]], str]:
 
 def fold_columns(rows: list[list[Cell]], header_rows: int) -> list[list[Cell]]:
     """Adjacent value columns that are never both filled in a data row are one column printed unevenly
-    (pdfplumber grids of shaded statements); their header cells are joined."""
+    (pdfplumber grids of shaded statements); their header cells are joined. A column with a header and no
+    data at all (a header printed across a currency-sign column) joins its neighbour with data."""
+    data = rows[header_rows:]
+    j = 1
+    while data and j < len(rows[0]):
+        if all(blank(r[j]) for r in data) and len(rows[0]) > 2:
+            k = j + 1 if j + 1 < len(rows[0]) and any(not blank(r[j + 1]) for r in data) else j - 1
+            if k >= 1:
+                for r in rows[:header_rows]:
+                    a, b = (r[j], r[k]) if j < k else (r[k], r[j])
+                    parts = [str(x).strip() for x in (a, b) if not blank(x)]
+                    r[k] = " ".join(dict.fromkeys(parts)) or None
+                for r in rows:
+                    del r[j]
+                continue
+        j += 1
     changed = True
     while changed:
         changed = False

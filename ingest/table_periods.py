@@ -88,7 +88,7 @@ def parse_period(header: str, context: str = "") -> Period | None:
         year = max(years)
     if not year:
         return None
-    if not months and context and not INSTANT.search(h):
+    if not months and context and not INSTANT.search(h) and not dm:  # "June 30, 2023" alone is an instant
         c = " ".join(context.split())
         found = {m for rx, m in DURATION if rx.search(c)}
         if len(found) == 1 and not INSTANT.search(c):

@@ -60,16 +60,16 @@ def find_scale(text: str) -> str:
 
 def classify_statement(title: str, context: str, labels: list[str]) -> str:
     """income_statement | balance_sheet | cash_flow | equity from the caption above the table (the statement's
-    own title), else from its rows (three typical line items of one statement in a table of eight rows or more)."""
+    own title), else from its rows (four typical line items of one statement in a table of ten rows or more)."""
     lines = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()]
-    text = " ".join(lines)[-300:]
+    text = " ".join(lines)[-160:]
     for kind, title_rx, _ in STATEMENTS:
         m = title_rx.search(text)
         if m and not re.search(r"\bnotes?\s+to\b|\bsee\b|\bincluded\s+in\b", text[max(0, m.start() - 40):m.start()], re.I):
             return kind
-    if len(labels) >= 8:
+    if len(labels) >= 10:
         for kind, _, row_rx in STATEMENTS:
-            if row_rx is not None and sum(bool(row_rx.search(lb.strip())) for lb in labels) >= 3:
+            if row_rx is not None and sum(bool(row_rx.search(lb.strip())) for lb in labels) >= 4:
                 return kind
     return ""
 
