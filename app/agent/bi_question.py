@@ -33,7 +33,7 @@ _BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|break
 _PERCENT = re.compile(r"\bpercent(?:age)?\b|%", re.I)
 _FY = re.compile(r"\b(fy|full[- ]year)\b", re.I)
 _TEXT_INTENT = re.compile(
-    r"^\s*(why|where|who|whom|whose|describe|explain|list the reasons?)\b|\b(reasons?|why|definitions?|define[sd]?|"
+    r"^\s*(why|where|who|whom|whose|describe|explain|list the reasons?)\b|\b(reasons?|why|definitions?|define|"
     r"meaning|mean by|stand for|what (?:caused|drove|led to|contributed)|due to what|primarily due|policy|"
     r"policies|methodology|approach|how (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?"
     r"(?:company|group|management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|"
@@ -97,7 +97,8 @@ def parse_question(question: str) -> ParsedQuestion:
         op = "count"
     else:
         op = "lookup"
-    phrase = strip_periods(q)
+    # "Autodesk's goodwill": the possessive names the company (the scope's business), not a line item
+    phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", q))
     span = bool(_SPAN.search(q)) and op in ("average", "sum")
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
                           bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase,
