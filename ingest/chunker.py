@@ -2,8 +2,11 @@
 
 A page is cut into paragraphs (blank lines) and headings (explicit heading spans from the parser,
 Markdown ``#`` lines, numbered clauses such as ``14.2 Change of Control``, short ALL-CAPS lines). A
-heading starts a new section and a new chunk; paragraphs of one section are packed up to the token
-budget; a paragraph longer than the budget is cut into windows that overlap by ``overlap`` tokens.
+heading starts a new section and a new chunk; an enumerated item ("(a)", "b)", "(iv)") starts a new
+paragraph; paragraphs of one section are packed up to the token budget; a paragraph longer than the budget
+is cut at sentence ends (``ingest.sentences``: "U.S.", "Inc.", "No. 5" are not ends), so a clause is never
+split mid-sentence; only a single sentence longer than the budget is cut into windows that overlap by
+``overlap`` tokens. A definition ("“Term” means ...") is one paragraph, so it stays with its term.
 Chunks never cross a page, so every chunk has one page. ``text`` is always exactly
 ``document_text[char_start:char_end]`` — numbering such as "14.2" is kept verbatim.
 Tokens are word/punctuation pieces (close to, slightly under, the embedder's WordPiece count).
@@ -14,12 +17,17 @@ import re
 from dataclasses import dataclass
 
 from ingest.parsers import Page
+from ingest.sentences import sentence_ends
+
+CHUNKER_VERSION = 2  # bump when chunk boundaries change: part of the ingest fingerprint, so files re-chunk
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<title>\S.*)$")
 CLAUSE = re.compile(
-    r"^\s*(?:(?:Section|Clause|Article|ARTICLE|SECTION)\s+)?(?P<num>\d{1,3}(?:\.\d{1,3}){0,4})[.)]?\s+(?P<title>[A-Z][^\n]*)$"
+    r"^\s*(?:(?:Section|Clause|Article|ARTICLE|SECTION|CLAUSE)\s+)?(?P<num>\d{1,3}(?:\.\d{1,3}){0,4}|(?<=E |e |N |n )[IVXL]{1,6})"
+    r"[.):]?\s+(?:[-\u2013\u2014]\s*)?(?P<title>[A-Z\u201c\"][^\n]*)$"
 )
+ENUMERATED = re.compile(r"^\s*(?:\([a-zA-Z0-9]{1,4}\)|[a-z]{1,2}\)|[ivx]{1,5}\.|\d{1,2}\))\s+\S")
 PAGE_SEPARATOR = "\n\n"
 
 
@@ -54,12 +62,14 @@ def document_text(pages: list[Page]) -> str:
 def heading_label(line: str, explicit: bool = False) -> str | None:
     """The section label a line opens, or None if it is ordinary text."""
     s = line.strip()
-    if not s or len(s) > 300:
+    if not s:
         return None
-    m = MARKDOWN_HEADING.match(s)
-    if m:
-        return m["title"].strip().strip("#").strip()
-    m = CLAUSE.match(s)
+    m = CLAUSE.match(s[:300])  # a numbered clause may run on for a whole paragraph on its first line
+    if len(s) > 300 and not m:
+        return None
+    mh = MARKDOWN_HEADING.match(s)
+    if mh:
+        return mh["title"].strip().strip("#").strip()
     if m and any(c.isalpha() for c in m["title"][:3]):
         title = re.split(r"(?<=[a-z)])[.:;]\s|\.$", m["title"], maxsplit=1)[0].strip()
         if len(title) <= 80:
@@ -86,7 +96,7 @@ def _paragraphs(page: Page) -> list[_Para]:
             continue
         lead = len(line) - len(line.lstrip())
         label = heading_label(line, explicit=(start + lead) in explicit or start in explicit)
-        if label is not None or cur is None:
+        if label is not None or cur is None or ENUMERATED.match(line):
             cur = _Para(start + lead, end, label)
             paras.append(cur)
             if label is not None and (start + lead) in explicit or label and MARKDOWN_HEADING.match(line):
@@ -100,6 +110,16 @@ def _has_body(para: _Para, text: str) -> bool:
     """A clause line such as "14.2 Change of Control. If either party..." carries body text itself."""
     line = text[para.start:para.end]
     return len(TOKEN.findall(line)) > len(TOKEN.findall(para.heading or "")) + 3
+
+
+def _last_cut(cuts: list[int], lo: int, hi: int) -> int | None:
+    """The last cut point in (lo + a quarter of the window, hi], or None."""
+    import bisect
+
+    idx = bisect.bisect_right(cuts, hi) - 1
+    if idx >= 0 and cuts[idx] > lo + (hi - lo) // 4:
+        return cuts[idx]
+    return None
 
 
 def chunk_pages(pages: list[Page], config: ChunkConfig) -> list[TextChunk]:
@@ -138,8 +158,11 @@ def _chunk_page(page: Page, base: int, section: str, config: ChunkConfig, out: l
         out.append(TextChunk(len(out), page.number, sec, text[cs:ce], base + cs, base + ce, j - i))
 
     budget, overlap = config.max_tokens, min(config.overlap, config.max_tokens // 2)
+    paras = _paragraphs(page)
+    # token positions where a chunk may end: sentence ends and paragraph starts
+    cuts = sorted({tok_index(e) for e in sentence_ends(text)} | {tok_index(p.start) for p in paras})
     has_body = False  # a pending chunk of headings only is merged forward, never emitted alone
-    for para in _paragraphs(page):
+    for para in paras:
         i, j = tok_index(para.start), tok_index(para.end)
         if j <= i:
             continue
@@ -153,11 +176,16 @@ def _chunk_page(page: Page, base: int, section: str, config: ChunkConfig, out: l
         start = pending[0] if pending else i
         if pending is None:
             pending_section = section
-        if j - start > budget:  # a long paragraph: overlapping windows
+        if j - start > budget:  # a long paragraph: cut at sentence ends, windows only inside a long sentence
             k = start
             while j - k > budget:
-                emit(k, k + budget, pending_section)
-                k += budget - overlap
+                cut = _last_cut(cuts, k, k + budget)
+                if cut is not None:
+                    emit(k, cut, pending_section)
+                    k = cut
+                else:
+                    emit(k, k + budget, pending_section)
+                    k += budget - overlap
             pending = (k, j)
         else:
             pending = (start, j)

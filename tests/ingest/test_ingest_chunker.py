@@ -59,3 +59,47 @@ def test_heading_label_rules():
     assert heading_label("2024 2023 2022") is None
     assert heading_label("Revenue $ 63,918.7 $ 55,732.4") is None
     assert heading_label("the parties agree as follows.") is None
+
+
+def test_sentences_do_not_end_at_abbreviations_or_clause_numbers():
+    from ingest.sentences import sentence_spans
+
+    text = ("This Agreement is governed by the laws of the U.S. and the State of New York. Acme Inc. shall pay "
+            "the fee in Sec. 2.1 to John A. Smith. Terms:\n(a) first item;\n(b) second item.")
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got == ["This Agreement is governed by the laws of the U.S. and the State of New York.",
+                   "Acme Inc. shall pay the fee in Sec. 2.1 to John A. Smith.", "Terms:", "(a) first item;",
+                   "(b) second item."]
+
+
+def test_a_long_clause_is_cut_at_sentence_ends_never_mid_sentence():
+    from ingest.sentences import sentence_spans
+
+    sentence = "Each party shall comply with U.S. export laws and obtain any licence No. 5 requires in writing. "
+    text = "7. Compliance\n7.1 Export. " + sentence * 40
+    chunks = chunk_pages([Page(1, text)], ChunkConfig(max_tokens=100, overlap=10))
+    assert len(chunks) > 3 and all(c.n_tokens <= 100 for c in chunks)
+    for c in chunks:
+        assert c.section == "7.1 Export"
+        assert c.text.endswith("in writing."), c.text[-40:]
+        # each chunk is whole sentences: its sentence spans end where the chunk ends
+        assert sentence_spans(c.text)[-1][1] == len(c.text)
+
+
+def test_definitions_and_enumerated_items_stay_whole():
+    defs = "\n".join(f"({chr(97 + i)}) \u201cTerm{i}\u201d means the thing number {i} as described in the U.S. "
+                     f"schedule of the parties, and includes its parts. It is used in Section {i}." for i in range(12))
+    text = "1. DEFINITIONS\nThe following terms have these meanings:\n" + defs
+    chunks = chunk_pages([Page(1, text)], ChunkConfig(max_tokens=120, overlap=10))
+    assert len(chunks) > 1
+    for c in chunks:
+        items = [line for line in c.text.splitlines() if line.startswith("(")]
+        for line in items:  # every definition whole in one chunk: from its term to its last sentence
+            i = ord(line[1]) - 97
+            assert line.startswith(f"({line[1]}) \u201cTerm{i}\u201d means") and line.endswith(f"used in Section {i}."), line
+    assert sum(c.text.count("\u201d means") for c in chunks) == 12
+
+
+def test_article_roman_numerals_are_headings():
+    assert heading_label("ARTICLE IV - Governing Law") == "IV Governing Law"
+    assert heading_label("Section 5.2 Assignment. Neither party may assign.") == "5.2 Assignment"
