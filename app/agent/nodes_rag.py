@@ -1,44 +1,152 @@
-"""Retrieval RAG nodes: retrieve (hybrid search), grade, answer only from the graded passages, cite."""
+"""Retrieval RAG nodes: retrieve (document scope + clause search), grade, answer (extractive and verified),
+no_support (with the nearest passages as "related"), cite.
+
+With the embedded model a clause question is answered by the clause itself: the whole sentence(s) that state
+what is asked, with document, page and section, and a one-line lead-in only where a value (a jurisdiction, a
+date) is read off the quote. A question of no known clause type may get a model-written answer, kept only when
+the verifier finds every figure and name of it in the cited sentences. ``supported`` is the verifier's verdict;
+when nothing verifies, the answer says the documents do not state it and lists the nearest passages as related.
+"""
 from __future__ import annotations
+
+import re
 
 from langchain_core.runnables import RunnableConfig
 
 from app import prompts
-from app.agent.grounding import grounded
-from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict, stream_tokens
-from app.agent.text import best_sentence, content_words
+from app.agent import clause_types, scope as scope_mod
+from app.agent.clause_search import find_passages
+from app.agent.grounding import clean_answer
+from app.agent.quotes import candidate_quotes
+from app.agent.repetition import guarded
+from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
+from app.agent.text import content_words
+from app.agent.verify import DATE, JURISDICTION, verify
 
 MAX_CONTEXT_PASSAGES = 3
-MAX_CITATIONS = 3
+ANSWER_PASSAGES = 5  # passages the extractive answer may quote from, best first
+RELATED = 3
 
 
 def make_rag_nodes(deps: AgentDeps):
     def retrieve(state: AgentState) -> dict:
-        hits = deps.kb.search(state["tenant"], state["question"], k=deps.settings.retrieval_k,
-                              doc_ids=state.get("doc_ids"))
-        return {"passages": [passage_dict(p) for p in hits], "route": "rag"}
+        scope = scope_mod.resolve(deps.kb, state["tenant"], state["question"], state.get("doc_ids"))
+        k = max(deps.settings.retrieval_k, ANSWER_PASSAGES)
+        hits = find_passages(deps.kb, state["tenant"], state["question"], k=k, scope=scope)
+        ctype = clause_types.detect(scope.query)
+        return {"passages": [passage_dict(p) for p in hits], "route": "rag", "search_query": scope.query,
+                "clause_type": ctype.name if ctype else None}
 
     def grade(state: AgentState) -> dict:
-        return {"graded": grade_passages(state["question"], state.get("passages") or [])}
+        passages = state.get("passages") or []
+        if state.get("clause_type"):
+            return {"graded": passages}  # ranked for the clause type; the verifier judges each quote
+        return {"graded": grade_passages(state.get("search_query") or state["question"], passages)}
 
     def answer_rag(state: AgentState, config: RunnableConfig) -> dict:
-        graded = state["graded"][:MAX_CONTEXT_PASSAGES]
-        history = [{"role": m["role"], "content": m["content"]} for m in (state.get("messages") or [])[:-1]][-2:]
-        messages = prompts.rag_messages(state["question"], graded, history)
-        deltas = deps.chat_model().stream(messages, deps.settings.max_new_tokens, cancel=cancel_event(config))
-        return {"answer": stream_tokens(config, deltas)}
+        question, ctype = state.get("search_query") or state["question"], state.get("clause_type")
+        graded = state["graded"]
+        if ctype is None and graded:
+            drafted = _model_answer(deps, state, config, graded[:MAX_CONTEXT_PASSAGES])
+            if drafted:
+                return drafted
+        found = extractive_answer(ctype, question, graded[:ANSWER_PASSAGES])
+        if found:
+            return found
+        return not_found(question, ctype, state.get("passages") or [])
 
     def no_support(state: AgentState) -> dict:
-        return {"answer": prompts.NO_SUPPORT, "supported": False, "citations": [], "route": state.get("route") or "rag"}
+        return not_found(state.get("search_query") or state["question"], state.get("clause_type"),
+                         state.get("passages") or [], route=state.get("route") or "rag")
 
     def cite(state: AgentState) -> dict:
-        pool = state.get("graded") if state.get("route") == "rag" else \
-            grade_passages(state["question"], state.get("passages") or [])
-        citations = citations_for(state["question"], state.get("answer", ""), pool or [])
-        answer, _kept = grounded(state.get("answer", ""), citations)
-        return {"answer": answer, "citations": citations, "supported": bool(citations)}
+        return {}  # answers carry their verified citations already (answer_rag, read_long)
 
     return retrieve, grade, answer_rag, no_support, cite
+
+
+def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
+    """A model-written answer to a question of no known clause type, kept only if it verifies."""
+    history = [{"role": m["role"], "content": m["content"]} for m in (state.get("messages") or [])[:-1]][-2:]
+    messages = prompts.rag_messages(state["question"], passages, history)
+    deltas = deps.chat_model().stream(messages, deps.settings.max_new_tokens, cancel=cancel_event(config))
+    draft = clean_answer("".join(guarded(deltas)))
+    if not draft:
+        return None
+    question = state.get("search_query") or state["question"]
+    cites = citations_for(question, draft, passages)
+    ok, _why = verify(None, question, draft, [c["quote"] for c in cites])
+    if not ok:
+        return None
+    return {"answer": draft, "citations": cites, "supported": True, "related": []}
+
+
+def extractive_answer(ctype: str | None, question: str, passages: list[dict]) -> dict | None:
+    """The first quote (passages best first) that the verifier accepts, as the answer; None if none does."""
+    ct = clause_types.BY_NAME.get(ctype) if ctype else None
+    qwords = content_words(question)
+    for p in passages:
+        for quote in candidate_quotes(p["text"], ct, qwords):
+            lead = lead_in(ct, quote)
+            ok, _why = verify(ctype, question, lead, [quote])
+            if ok:
+                cite = citation(p, quote)
+                return {"answer": format_answer(lead, cite), "citations": [cite], "supported": True, "related": []}
+    return None
+
+
+def lead_in(ct, quote: str) -> str:
+    """A one-line lead-in read off the quote (a jurisdiction or a date), or "" (verified like any answer)."""
+    if ct is None:
+        return ""
+    if ct.slot == "jurisdiction":
+        m = JURISDICTION.search(quote)
+        if m:
+            place = re.sub(r"^laws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?", "", m.group(0)).strip()
+            return f"Governing law: {place}."
+    if ct.slot == "date":
+        m = DATE.search(quote)
+        if m:
+            return f"Date: {m.group(0).strip()}."
+    return ""
+
+
+def citation(p: dict, quote: str) -> dict:
+    return {"doc_id": p["doc_id"], "filename": p["filename"], "page": p.get("page"), "section": p.get("section"),
+            "quote": quote}
+
+
+def where(c: dict) -> str:
+    parts = [c["filename"]]
+    if c.get("page") not in (None, ""):
+        parts.append(f"page {c['page']}")
+    if c.get("section"):
+        parts.append(f"section {c['section']}")
+    return ", ".join(parts)
+
+
+def format_answer(lead: str, cite: dict) -> str:
+    head = f"{lead} " if lead else ""
+    return f"{head}{where(cite)}:\n\u201c{cite['quote']}\u201d"
+
+
+def not_found(question: str, ctype: str | None, passages: list[dict], route: str = "rag") -> dict:
+    """The documents do not state it: no citations; the nearest passages listed as related, not as support."""
+    ct = clause_types.BY_NAME.get(ctype) if ctype else None
+    qwords, related = content_words(question), []
+    for p in passages[:RELATED]:
+        quotes = candidate_quotes(p["text"], ct, qwords, top=1, min_score=-1.0)
+        if quotes:
+            related.append(citation(p, quotes[0]))
+    answer = prompts.NO_SUPPORT
+    if related:
+        answer += " Related passages (not an answer):\n" + "\n".join(
+            f"- {where(c)}: \u201c{_short(c['quote'])}\u201d" for c in related)
+    return {"answer": answer, "supported": False, "citations": [], "related": related, "route": route}
+
+
+def _short(text: str, n: int = 200) -> str:
+    return text if len(text) <= n else text[:n].rsplit(" ", 1)[0] + " \u2026"
 
 
 def grade_passages(question: str, passages: list[dict]) -> list[dict]:
@@ -55,27 +163,16 @@ def grade_passages(question: str, passages: list[dict]) -> list[dict]:
     return [p for _, _, p in sorted(scored, key=lambda x: (x[0], x[1]))]
 
 
-def citations_for(question: str, answer: str, passages: list[dict]) -> list[dict]:
-    """One citation per supporting passage: its sentence that best matches the question (and answer).
-
-    The quote is a verbatim span of the passage text, so it always really occurs in the source.
-    """
-    qwords, awords = content_words(question), content_words(answer)
+def citations_for(question: str, answer: str, passages: list[dict], limit: int = 3) -> list[dict]:
+    """One citation per passage: its whole sentence(s) that best match the question and the answer."""
+    qwords = content_words(question) | content_words(answer)
     out, seen = [], set()
     for p in passages:
-        quote, score = best_sentence(p["text"], qwords)
-        if score == 0:
+        quotes = candidate_quotes(p["text"], None, qwords, top=1)
+        if not quotes or (p["doc_id"], quotes[0]) in seen:
             continue
-        if awords:  # prefer the sentence the answer draws on when it also matches the question
-            alt, alt_score = best_sentence(p["text"], qwords | awords)
-            if alt and len(content_words(alt) & qwords) >= score:
-                quote = alt
-        key = (p["doc_id"], quote)
-        if key in seen or quote not in p["text"]:
-            continue
-        seen.add(key)
-        out.append({"doc_id": p["doc_id"], "filename": p["filename"], "page": p.get("page"),
-                    "section": p.get("section"), "quote": quote})
-        if len(out) >= MAX_CITATIONS:
+        seen.add((p["doc_id"], quotes[0]))
+        out.append(citation(p, quotes[0]))
+        if len(out) >= limit:
             break
     return out

@@ -17,6 +17,9 @@ class AgentState(TypedDict, total=False):
     graded: list[dict]
     answer: str
     citations: list[dict]
+    related: list[dict]  # nearest passages when nothing verified (shown as related, never as support)
+    search_query: str  # the question with the document names taken out (app.agent.scope)
+    clause_type: Optional[str]  # app.agent.clause_types name the question asks about, if any
     supported: bool
     sql: Optional[str]
     columns: Optional[list[str]]
@@ -29,7 +32,8 @@ class AgentState(TypedDict, total=False):
 def turn_input(tenant: str, question: str, mode: str, doc_ids: Optional[list[str]]) -> dict:
     """A new turn: resets every per-turn field, appends the user's message."""
     return {"tenant": tenant, "question": question, "mode": mode, "doc_ids": doc_ids, "route": "",
-            "fallback": None, "passages": [], "graded": [], "answer": "", "citations": [], "supported": False,
+            "fallback": None, "passages": [], "graded": [], "answer": "", "citations": [], "related": [],
+            "search_query": "", "clause_type": None, "supported": False,
             "sql": None, "columns": None, "rows": None, "chart": None,
             "messages": [{"role": "user", "content": question}]}
 
@@ -62,6 +66,20 @@ def stream_tokens(config, deltas, cancel_key: str = "cancel") -> str:
         if writer is not None:
             writer({"type": "token", "text": delta})
     return "".join(parts).strip()
+
+
+def stream_final_text(text: str) -> None:
+    """Send the final answer's text to the graph's custom stream as token events, word by word. Drafts are
+    never streamed: what a client receives as tokens is exactly the answer that stands (verified)."""
+    import re
+
+    from langgraph.config import get_stream_writer
+    try:
+        writer = get_stream_writer()
+    except Exception:  # not running inside a streaming graph
+        return
+    for piece in re.findall(r"\s*\S+", text.strip()):
+        writer({"type": "token", "text": piece})
 
 
 def cancel_event(config):

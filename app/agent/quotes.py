@@ -1,0 +1,80 @@
+"""Whole-sentence quotes: the sentence(s) of a passage that answer a question, verbatim.
+
+Sentences come from ``ingest.sentences`` (abbreviation-aware, so "U.S." or "Inc." never ends a quote). A
+heading-only sentence ("14.1 Governing Law.") is joined to the sentence after it, so a quote is never a
+heading alone.
+"""
+from __future__ import annotations
+
+import re
+
+from app.agent.clause_types import ClauseType, flat
+from app.agent.text import content_words
+from ingest.sentences import sentence_spans
+
+MIN_SENTENCE = 40  # shorter sentences (headings, "Terms:") are joined to the next one
+MAX_QUOTE = 1200
+
+
+def quote_spans(text: str) -> list[tuple[int, int]]:
+    """Sentence spans with heading-like and lead-in fragments merged into the sentence that follows."""
+    spans = sentence_spans(text)
+    out: list[tuple[int, int]] = []
+    carry: int | None = None
+    for a, b in spans:
+        start = a if carry is None else carry
+        frag = text[a:b]
+        if (b - a < MIN_SENTENCE or frag.rstrip().endswith(":") or _heading_like(frag)) and (a, b) != spans[-1]:
+            carry = start
+            continue
+        out.append((start, b))
+        carry = None
+    if carry is not None:
+        out.append((carry, spans[-1][1]))
+    return out
+
+
+def _heading_like(sentence: str) -> bool:
+    """"2.0 GRANT OF LICENSE 2.1 Non-Exclusive License." : short, title-cased, no ordinary lower-case words."""
+    words = re.findall(r"[A-Za-z][A-Za-z'-]*", sentence)
+    if not words or len(words) > 12:
+        return False
+    lower = [w for w in words if w.islower() and w not in ("of", "and", "or", "the", "to", "for", "in", "on", "a")]
+    return not lower
+
+
+def sentence_score(sentence: str, ctype: ClauseType | None, qwords: set[str]) -> float:
+    words = content_words(sentence)
+    score = len(words & qwords) / (len(qwords) or 1)
+    if ctype is not None:
+        score += ctype.text_score(sentence)
+        if ctype.strong and any(re.search(w, flat(sentence).lower()) for w in ctype.strong):
+            score += 1.0
+    return score
+
+
+def candidate_quotes(text: str, ctype: ClauseType | None, question_words: set[str], top: int = 3,
+                     min_score: float = 0.0) -> list[str]:
+    """The best sentence windows of ``text`` (one sentence, or two when they score better together), best first."""
+    spans = quote_spans(text)
+    scored = []
+    for i, (a, b) in enumerate(spans):
+        s = sentence_score(text[a:b], ctype, question_words)
+        scored.append((s, i, a, b))
+        if i + 1 < len(spans):
+            a2, b2 = a, spans[i + 1][1]
+            s2 = sentence_score(text[a2:b2], ctype, question_words)
+            if s2 > s + 0.5 and b2 - a2 <= MAX_QUOTE:
+                scored.append((s2 - 0.25, i, a2, b2))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    out, seen = [], set()
+    for s, _, a, b in scored:
+        q = text[a:b].strip()
+        if s <= min_score or q in seen:
+            continue
+        seen.add(q)
+        out.append(q)  # whole sentences, however long
+        if len(out) >= top:
+            break
+    return out
+

@@ -1,0 +1,118 @@
+"""The verifier: an answer is ``supported`` only when its cited span answers the question.
+
+Two checks, both over the cited text:
+1. the span contains what the question asks for: a jurisdiction for governing law, a duration (or a date) for
+   a term or renewal, an amount (or a fee-based limit) for a liability cap, two or more parties for parties, a
+   date for an agreement date, and the clause type's own wording (consent language for anti-assignment, "change
+   of control"/merger for change of control, ...); a question of no known type must share its content words
+   with the span;
+2. every figure and every name (capitalised words) the answer states occurs in its cited span.
+"""
+from __future__ import annotations
+
+import re
+
+from app.agent.clause_types import BY_NAME, DEFINITION, ClauseType, flat
+from app.agent.text import content_words
+
+MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
+        r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+NUMWORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|" \
+          r"forty-five|fifty|sixty|ninety|hundred|\d+)"
+DATE = re.compile(
+    rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?{MONTH},?\s+\d{{4}}\b"
+    rf"|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|\b\d{{4}}-\d{{2}}-\d{{2}}\b|\bday of\s+{MONTH},?\s+(?:\d{{4}}|\[)", re.I)
+DURATION = re.compile(rf"\b{NUMWORD}(?:\s*\(\d+\))?[\s-]+(?:calendar\s+|business\s+|consecutive\s+|full\s+)?"
+                      rf"(?:day|week|month|year|anniversar)|\bperpetu|\bindefinite|\bannual(?:ly)?\b|\byear[\s-]to[\s-]year\b"
+                      rf"|\bsuccessive\b|\buntil\b.{{0,60}}\b(?:terminat|expir)", re.I)
+AMOUNT = re.compile(r"(?:\$|usd|us\$|eur|€|£|gbp)\s?\d|\d[\d,.]*\s*(?:dollars|usd|euros?)\b|\b(?:fees?|amounts?|"
+                    r"compensation|royalt\w+|sums?|price)\b.{0,40}\b(?:paid|payable|received)|\bdollars\b", re.I)
+JURISDICTION = re.compile(r"\b(?i:laws?)\s+(?i:in\s+force\s+in|of)\s+(?i:the\s+)?(?i:state\s+of\s+|commonwealth\s+of\s+|province\s+of\s+|"
+                          r"republic\s+of\s+|kingdom\s+of\s+)?[A-Z][A-Za-z]+(?:\s+[A-Z][a-z]+)?|\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+law\b"
+                          r"|\blaws?\s+(?:in\s+force\s+)?in\s+[A-Z][a-z]+")
+ENTITY = re.compile(r"\b(?:inc|llc|l\.l\.c|ltd|limited|corp|corporation|company|co|plc|lp|l\.p|llp|gmbh|ag|s\.a|"
+                    r"b\.v|n\.v|pte|bank|trust|partners|university|fund)\b\.?", re.I)
+AGREEMENT_DATE = re.compile(rf"\b(?:dated|as of|entered into|made|executed|effective|signed|this)\b[^.;]{{0,60}}?(?:{DATE.pattern})",
+                            re.I)
+FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
+NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)+\b")  # two+ capitalised words: a name
+
+
+HEADING_LEAD = re.compile(r"^\s*(?:(?:section|article|clause)\s+)?[\dIVX]+(?:\.\d+)*\.?\s+(?:[A-Z][\w&/-]*\s*){1,6}[.:]\s+")
+
+
+def _norm_ws(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def has_slot(slot: str, span: str) -> bool:
+    span = flat(span)
+    if slot == "jurisdiction":
+        return bool(JURISDICTION.search(span))
+    if slot == "duration":
+        return bool(DURATION.search(span) or DATE.search(span))
+    if slot == "amount":
+        return bool(AMOUNT.search(span) or FIGURE.search(span))
+    if slot == "date":
+        return bool(AGREEMENT_DATE.search(span))
+    if slot == "parties":
+        between = re.search(r"\b(between|among|entered into|by and)\b.{3,}\band\b", span, re.I | re.S)
+        entities = len(ENTITY.findall(span))
+        roles = len(re.findall(r"[\"“][A-Z][^\"”]{1,40}[\"”]", span))
+        return bool(between) and (entities >= 2 or (entities >= 1 and roles >= 1) or roles >= 2)
+    return True
+
+
+def span_answers(ctype: ClauseType | None, question: str, span: str) -> tuple[bool, str]:
+    """(accepted, reason): does ``span`` contain what the question asks for?"""
+    if not span.strip():
+        return False, "empty span"
+    if ctype is None:
+        q = content_words(question)
+        shared = q & content_words(span)
+        need = 1 if len(q) <= 2 else 2
+        return (len(shared) >= need, f"{len(shared)} of the question's content words")
+    span = flat(span)
+    text = span.lower()
+    body = HEADING_LEAD.sub("", span, count=1)
+    if ctype.slot not in ("parties", "date") and DEFINITION.search(body):
+        return False, "a definition, not the clause"
+    if ctype.reject and any(re.search(w, text) for w in ctype.reject):
+        return False, f"not a {ctype.name} clause"
+    if ctype.strong and not any(re.search(w, text) for w in ctype.strong):
+        if ctype.slot in ("date", "parties") and has_slot(ctype.slot, span):
+            pass  # the opening of a contract states its date and parties in many ways
+        else:
+            return False, f"no {ctype.name} wording"
+    if not has_slot(ctype.slot, span):
+        return False, f"no {ctype.slot} stated"
+    if ctype.name == "governing law" and not re.search(r"govern|constru|interpret|applicable law|shall apply", text):
+        return False, "no governing wording"
+    if ctype.name == "cap on liability" and not re.search(r"liab", text):
+        return False, "no liability wording"
+    if ctype.name == "anti-assignment" and not re.search(r"assign|transfer", text):
+        return False, "no assignment wording"
+    return True, "ok"
+
+
+def answer_in_span(answer: str, spans: list[str]) -> tuple[bool, list[str]]:
+    """Every figure and capitalised name of ``answer`` occurs in one of ``spans`` (whitespace/case folded)."""
+    joined = _norm_ws(" ".join(spans))
+    figures = {f.replace(",", "").rstrip(".") for s in spans for f in FIGURE.findall(s)}
+    missing = [f for f in FIGURE.findall(answer) if f.replace(",", "").rstrip(".") not in figures]
+    missing += [n for n in NAME.findall(answer) if _norm_ws(n) not in joined]
+    return not missing, missing
+
+
+def verify(ctype_name: str | None, question: str, answer: str, spans: list[str], lead_in: str = "") -> tuple[bool, str]:
+    """The verdict on an answer resting on ``spans`` (quotes verbatim from the documents)."""
+    ctype = BY_NAME.get(ctype_name) if ctype_name else None
+    if not spans:
+        return False, "no cited span"
+    ok, why = span_answers(ctype, question, " ".join(spans))
+    if not ok:
+        return False, why
+    ok, missing = answer_in_span(answer, spans)
+    if not ok:
+        return False, f"not in the cited text: {', '.join(missing[:5])}"
+    return True, "ok"
