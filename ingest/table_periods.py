@@ -64,6 +64,11 @@ def parse_period(header: str, context: str = "") -> Period | None:
         quarter, year = int(qm.group(1) or qm.group(2)), _year(qm.group(3)) if qm.group(3) else max(years)
     elif QUARTER_WORDS.search(h) and years:
         quarter, year = ORDINAL[QUARTER_WORDS.search(h).group(1).lower()], max(years)
+    elif (qm or QUARTER_WORDS.search(h)) and context:
+        ctx_years = {_year(y) for y in YEAR.findall(context)}
+        if len(ctx_years) == 1:  # "Q1 .. Q4" under a caption naming one (fiscal) year
+            quarter = int(qm.group(1) or qm.group(2)) if qm else ORDINAL[QUARTER_WORDS.search(h).group(1).lower()]
+            year = ctx_years.pop()
     if quarter:
         return Period(f"Q{quarter} {year}", months=3, year=year, quarter=quarter)
     fm = FY.search(h)
