@@ -177,7 +177,7 @@ def bench_periods(limit: int | None) -> None:
     from ingest.parsers.pdf import parse_pdf
     from ingest.tables import build_typed_table
 
-    all_stmt = all_ok = all_tables = all_named = 0
+    all_stmt = all_ok = all_tables = all_named = full = filings = 0
     for pdf in sorted(folder.glob("*.pdf"))[:limit]:
         t0 = time.perf_counter()
         parsed = parse_pdf(pdf)
@@ -190,11 +190,16 @@ def bench_periods(limit: int | None) -> None:
         all_tables += len(typed)
         all_named += len(named)
         missing = [f"p{t.page} {t.title[:40]!r}" for t in stmts if t not in ok][:3]
+        kinds = sorted({t.statement for t in ok})
+        full += len(kinds) == 3
+        filings += 1
         print(f"{pdf.stem}: {len(parsed.pages)} pages, {len(typed)} tables, statements {len(ok)}/{len(stmts)} "
-              f"with periods ({time.perf_counter() - t0:.1f} s) {'missing: ' + '; '.join(missing) if missing else ''}",
+              f"with periods, kinds {kinds} ({time.perf_counter() - t0:.1f} s) "
+              f"{'missing: ' + '; '.join(missing) if missing else ''}",
               flush=True)
     print(f"\nstatement tables (income statement, balance sheet, cash flows) with period columns: {all_ok}/{all_stmt} = {all_ok / max(1, all_stmt):.3f}; "
-          f"tables with mostly meaningful column names: {all_named}/{all_tables} = {all_named / max(1, all_tables):.3f}")
+          f"tables with mostly meaningful column names: {all_named}/{all_tables} = {all_named / max(1, all_tables):.3f}; "
+          f"filings with all three statements found with periods: {full}/{filings}")
 
 
 # ---- parse speed ----------------------------------------------------------------------------------
