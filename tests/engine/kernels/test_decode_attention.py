@@ -43,6 +43,7 @@ def make_case(B, H, KV, D, lens, store, seed=0):
             mv(ks), mv(vs))
 
 
+@pytest.mark.slow  # many interpreted launches: ~1 min on a loaded 2-core box
 @pytest.mark.parametrize("dot", DOT_DTYPES)
 @pytest.mark.parametrize("store", [torch.float32, torch.float16, "fp8"])
 @pytest.mark.parametrize("B,H,KV,D,lens,block_n,target", [

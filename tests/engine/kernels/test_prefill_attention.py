@@ -65,6 +65,7 @@ def test_reference_equals_the_engine_paged_attention(store):
     torch.testing.assert_close(got, torch.cat(outs), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow  # many interpreted launches: ~1 min on a loaded 2-core box
 @pytest.mark.parametrize("dot", DOT_DTYPES)
 @pytest.mark.parametrize("store", [torch.float32, torch.float16, "fp8"])
 @pytest.mark.parametrize("pasts,news,H", [([0, 40, 5], [37, 9, 1], 4), ([70], [33], 8)])
