@@ -66,6 +66,14 @@ def norm(s: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9.%-]+", " ", str(s).lower()).split())
 
 
+def f1_of(answer: str, q: dict) -> float:
+    try:
+        from app.evaluation.tatqa_metric import tatqa_scores
+        return float(tatqa_scores(answer, q["answer"], q["scale"])["f1"])
+    except ImportError:
+        return float(correct(answer, q))
+
+
 def correct(answer: str, q: dict) -> bool:
     try:  # the metric `lexicon eval` reports
         from app.evaluation.tatqa_metric import tatqa_scores
@@ -149,6 +157,9 @@ def main() -> int:
             except Exception as exc:  # the caller saw an exception: a bug
                 route, answer = "error", f"{type(exc).__name__}: {exc}"
             ok = route == "bi" and correct(answer, q)
+            f1 = f1_of(answer, q) if route == "bi" else 0.0
+            stats[kind]["f1"] += f1
+            stats["ALL"]["f1"] += f1
             s = stats[kind]
             s["n"] += 1
             s[route] += 1
@@ -161,11 +172,12 @@ def main() -> int:
                       f"\n    {route}: {answer[:300]}")
     kb.close()
     print(f"\n{len(contexts)} contexts in {time.time() - t0:.0f} s")
-    print(f"{'type:source':28s} {'n':>5s} {'bi':>5s} {'rag':>5s} {'err':>4s} {'EM':>6s} {'EM|bi':>6s}")
+    print(f"{'type:source':28s} {'n':>5s} {'bi':>5s} {'rag':>5s} {'err':>4s} {'EM':>6s} {'F1':>6s} {'EM|bi':>6s}")
     for kind, s in sorted(stats.items()):
         em = 100 * s["em"] / max(1, s["n"])
         prec = 100 * s["em"] / max(1, s["bi"])
-        print(f"{kind:28s} {s['n']:5d} {s['bi']:5d} {s['rag']:5d} {s['error']:4d} {em:6.1f} {prec:6.1f}")
+        f1 = 100 * s["f1"] / max(1, s["n"])
+        print(f"{kind:28s} {s['n']:5d} {s['bi']:5d} {s['rag']:5d} {s['error']:4d} {em:6.1f} {f1:6.1f} {prec:6.1f}")
     return 0
 
 
