@@ -18,7 +18,7 @@ from app.evaluation.types import EvalItem
 
 NOT_FOUND = re.compile(r"\b(do(?:es)? not (?:contain|state|say|mention|specify|provide|include)|not (?:found|stated|"
                        r"specified|mentioned)|no (?:information|relevant)|cannot (?:find|answer|determine)|"
-                       r"unable to (?:find|answer|determine))\b", re.IGNORECASE)
+                       r"unable to (?:find|answer|determine)|returned no rows)\b", re.IGNORECASE)
 STOP = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were will "
                  "with which what how much".split())
 MIN_ANSWER_TOKENS = 4  # shorter answer texts ("Yes", "the Company") cannot show a clause by overlap alone
