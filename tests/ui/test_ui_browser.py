@@ -102,6 +102,17 @@ def log_in(page, key: str) -> None:
     page.click("#login-button")
 
 
+def globex_page(browser, server, screenshot_on_failure, **context_args):
+    """A fresh browser context logged in as the second tenant (globex)."""
+    page = browser.new_context(**context_args).new_page()
+    page.set_default_timeout(STEP_MS)
+    screenshot_on_failure(page)
+    open_ui(page, server)
+    log_in(page, KEY_GLOBEX)
+    page.wait_for_selector("#whoami :text('globex')")
+    return page
+
+
 def doc_row(page, filename: str):
     return page.locator(f"#lib-docs tr.doc-row[data-filename='{filename}']")
 
@@ -263,13 +274,7 @@ def test_second_tenant_sees_nothing_of_the_first_in_any_tab(browser, server, scr
         for thing in acme_things:
             assert thing.lower() not in text.lower(), f"{where}: globex sees {thing!r}:\n{text[:1500]}"
 
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(STEP_MS)
-    screenshot_on_failure(page)
-    open_ui(page, server)
-    log_in(page, KEY_GLOBEX)
-    page.wait_for_selector("#whoami :text('globex')")
+    page = globex_page(browser, server, screenshot_on_failure, viewport={"width": 1280, "height": 1000})
 
     page.click("button[role=tab]:has-text('Engine')")
     page.wait_for_selector("#engine-tiles :text('Snapshots held')")
@@ -306,7 +311,7 @@ def test_second_tenant_sees_nothing_of_the_first_in_any_tab(browser, server, scr
     page.click("#chat-send")
     page.wait_for_selector("#chat-bot [data-testid='bot'] :text('Answered by the')", timeout=ANSWER_MS)
     assert_nothing_of_acme(page.inner_text("#main-panel"), "Chat tab")
-    context.close()
+    page.context.close()
 
 
 def test_delete_removes_a_document(acme_page, screenshot_on_failure):
@@ -322,16 +327,10 @@ def test_delete_removes_a_document(acme_page, screenshot_on_failure):
 
 
 def test_another_tenant_sees_only_its_own_documents(browser, server, screenshot_on_failure):
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(STEP_MS)
-    screenshot_on_failure(page)
-    open_ui(page, server)
-    log_in(page, KEY_GLOBEX)
-    page.wait_for_selector("#whoami :text('globex')")
+    page = globex_page(browser, server, screenshot_on_failure)
     page.click("button[role=tab]:has-text('Library')")
     page.click("#lib-refresh")
     page.wait_for_selector("#lib-docs-empty")  # globex has no documents; acme's are not listed
     assert doc_row(page, PDF_NAME).count() == 0
     assert doc_row(page, XLSX_NAME).count() == 0
-    context.close()
+    page.context.close()
