@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from text_pdf import write_lines_pdf  # tests/text_pdf.py
+
 KEY_A, KEY_B = "key-a", "key-b"
 A, B = {"X-API-Key": KEY_A}, {"X-API-Key": KEY_B}
 CODE_WORD = "QZX7731KESTREL"
@@ -25,20 +27,10 @@ LEDGER_CSV = f"Line item,2023,2024\nKestrel revenue,{AMOUNT},77319822\nKestrel c
 
 
 def write_memo_pdf(path: Path) -> Path:
-    from reportlab.lib.pagesizes import LETTER
-    from reportlab.pdfgen import canvas
-
-    c = canvas.Canvas(str(path), pagesize=LETTER, invariant=1)
-    lines = ["CONFIDENTIAL SETTLEMENT MEMORANDUM", f"The project code name is {CODE_WORD}.",
-             f"The settlement amount agreed with the counterparty is {AMOUNT} dollars.",
-             "This memorandum is privileged and must not be shared outside the matter team."]
-    y = 720
-    for line in lines:
-        c.drawString(72, y, line)
-        y -= 24
-    c.showPage()
-    c.save()
-    return path
+    return write_lines_pdf(path, [[
+        "CONFIDENTIAL SETTLEMENT MEMORANDUM", f"The project code name is {CODE_WORD}.",
+        f"The settlement amount agreed with the counterparty is {AMOUNT} dollars.",
+        "This memorandum is privileged and must not be shared outside the matter team."]])
 
 
 def wait_job(client: httpx.Client, headers: dict, job_id: str, timeout: float = 600) -> dict:

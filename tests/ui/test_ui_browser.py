@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from browser_harness import LiveServer, free_port  # tests/ui/browser_harness.py
+from text_pdf import write_lines_pdf  # tests/text_pdf.py
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,24 +28,12 @@ ANSWER_MS = 240_000  # a CPU-only 135M model answering, while other tests share 
 
 def write_agreement_pdf(path: Path) -> Path:
     """A two-page services agreement; the termination clause is on page 2."""
-    from reportlab.lib.pagesizes import letter
-    from reportlab.pdfgen import canvas
-
-    c = canvas.Canvas(str(path), pagesize=letter)
-    pages = [
+    return write_lines_pdf(path, [
         ["MASTER SERVICES AGREEMENT", "between Acme Corporation and Globex Supplies Ltd.",
          "1. Services. Globex shall provide logistics services to Acme as set out in Schedule A.",
          "2. Fees. Acme shall pay the fees in Schedule B within thirty (30) days of invoice."],
         ["12. Termination.", CLAUSE, "13. Governing law. This Agreement is governed by the laws of Delaware."],
-    ]
-    for lines in pages:
-        y = 720
-        for line in lines:
-            c.drawString(72, y, line)
-            y -= 24
-        c.showPage()
-    c.save()
-    return path
+    ])
 
 
 def write_income_xlsx(path: Path) -> Path:
