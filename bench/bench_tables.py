@@ -3,7 +3,13 @@
   python bench/bench_tables.py icdar [--limit N]     detection recall/precision (IoU >= 0.5 against the
                                                      *-reg.xml regions) and cell accuracy on matched tables
                                                      (*-str.xml), ours beside plain pdfplumber find_tables()
-  python bench/bench_tables.py periods [--limit N]   financebench-dev: statement tables with period columns
+  python bench/bench_tables.py periods [--limit N] [-v]  financebench-dev: per filing, the primary statements
+                                                     (income, balance sheet, cash flow) found with period
+                                                     columns; statement tables without periods; period-like
+                                                     headers read as periods
+  python bench/bench_tables.py evidence              financebench-dev questions whose evidence is a statement
+                                                     table: does a table on the evidence page hold the row,
+                                                     the period column and the value
   python bench/bench_tables.py parse [--limit N]     parse-only pages/s: pdfplumber on every page (before)
                                                      vs pypdfium2 text + pdfplumber on table pages (ours)
 """
@@ -169,37 +175,163 @@ def bench_icdar(limit: int | None) -> None:
 
 
 # ---- periods on real filings ----------------------------------------------------------------------
-def bench_periods(limit: int | None) -> None:
+PRIMARY = ("income_statement", "balance_sheet", "cash_flow")
+PERIOD_HEADER = re.compile(r"(?<![\d.,$])(19|20)\d\d(?![\d,])|\b(FY|Q[1-4]|[1-4]Q)\s*'?\d\d|\b(jan|feb|mar|apr|may|jun|"
+                           r"jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|\bfiscal\s+(19|20)\d\d", re.I)
+
+
+def _doc_types() -> dict[str, str]:
+    import json
+
+    path = EVAL / "financebench-dev" / "documents.jsonl"
+    if not path.exists():
+        return {}
+    return {d["doc_name"]: d.get("doc_type", "") for d in map(json.loads, path.read_text().splitlines()) if d}
+
+
+def _typed_tables(pdf: Path):
+    from ingest.parsers.pdf import parse_pdf
+    from ingest.tables import build_typed_table
+
+    parsed = parse_pdf(pdf)
+    return parsed, [t for t in (build_typed_table(r) for r in parsed.tables) if t is not None]
+
+
+def bench_periods(limit: int | None, verbose: bool = False) -> None:
+    """Per filing: which primary statements (income, balance sheet, cash flow) were found with period columns,
+    statement tables without periods, and how many period-like value-column headers were read as periods."""
     folder = EVAL / "financebench-dev" / "pdfs"
     if not folder.is_dir():
         print(f"SKIP: {folder} is absent")
         return
-    from ingest.parsers.pdf import parse_pdf
-    from ingest.tables import build_typed_table
+    from ingest.table_periods import NOT_A_PERIOD
 
-    all_stmt = all_ok = all_tables = all_named = full = filings = 0
+    types = _doc_types()
+    all_stmt = all_ok = all_tables = all_named = 0
+    head_seen = head_read = stmt_cols = stmt_cols_ok = 0
+    full = expected = 0
+    incomplete = []
     for pdf in sorted(folder.glob("*.pdf"))[:limit]:
         t0 = time.perf_counter()
-        parsed = parse_pdf(pdf)
-        typed = [t for t in (build_typed_table(r) for r in parsed.tables) if t is not None]
-        stmts = [t for t in typed if t.statement in ("income_statement", "balance_sheet", "cash_flow")]
+        parsed, typed = _typed_tables(pdf)
+        stmts = [t for t in typed if t.statement in PRIMARY]
         ok = [t for t in stmts if any(c.period for c in t.columns)]
         named = [t for t in typed if sum(c.name.startswith("col_") for c in t.columns) * 2 < len(t.columns)]
         all_stmt += len(stmts)
         all_ok += len(ok)
         all_tables += len(typed)
         all_named += len(named)
-        missing = [f"p{t.page} {t.title[:40]!r}" for t in stmts if t not in ok][:3]
-        kinds = sorted({t.statement for t in ok})
-        full += len(kinds) == 3
-        filings += 1
-        print(f"{pdf.stem}: {len(parsed.pages)} pages, {len(typed)} tables, statements {len(ok)}/{len(stmts)} "
-              f"with periods, kinds {kinds} ({time.perf_counter() - t0:.1f} s) "
-              f"{'missing: ' + '; '.join(missing) if missing else ''}",
-              flush=True)
-    print(f"\nstatement tables (income statement, balance sheet, cash flows) with period columns: {all_ok}/{all_stmt} = {all_ok / max(1, all_stmt):.3f}; "
-          f"tables with mostly meaningful column names: {all_named}/{all_tables} = {all_named / max(1, all_tables):.3f}; "
-          f"filings with all three statements found with periods: {full}/{filings}")
+        for t in typed:
+            for c in t.columns:
+                if c.role != "value":
+                    continue
+                if t.statement in PRIMARY:
+                    stmt_cols += 1
+                    stmt_cols_ok += bool(c.period)
+                if PERIOD_HEADER.search(c.label) and not NOT_A_PERIOD.search(c.label):
+                    head_seen += 1
+                    head_read += bool(c.period)
+        missing = [f"p{t.page} {t.statement} {t.title[:40]!r}" for t in stmts if t not in ok]
+        marks = []
+        for kind in PRIMARY:
+            with_p = [t for t in ok if t.statement == kind]
+            marks.append(f"{kind.split('_')[0]} " + (f"ok p{with_p[0].page}" if with_p else
+                                                     ("NO PERIODS" if any(t.statement == kind for t in stmts)
+                                                      else "MISSING")))
+        must = types.get(pdf.stem, "") in ("10k", "10q")
+        complete = all(any(t.statement == k for t in ok) for k in PRIMARY)
+        full += complete
+        expected += must
+        if must and not complete:
+            incomplete.append(pdf.stem)
+        print(f"{pdf.stem} ({types.get(pdf.stem, '?')}): {len(parsed.pages)} pages, {len(typed)} tables, statement "
+              f"tables {len(ok)}/{len(stmts)} with periods; {', '.join(marks)} ({time.perf_counter() - t0:.1f} s)"
+              + (f"\n    without periods: {'; '.join(missing)}" if missing else ""), flush=True)
+        if verbose:
+            for t in stmts:
+                print(f"    p{t.page} {t.statement:16s} {t.title[:60]!r} periods {t.periods}")
+    print(f"\nstatement tables (income statement, balance sheet, cash flows) with period columns: {all_ok}/{all_stmt} = "
+          f"{all_ok / max(1, all_stmt):.3f}; their value columns with a period: {stmt_cols_ok}/{stmt_cols} = "
+          f"{stmt_cols_ok / max(1, stmt_cols):.3f}")
+    print(f"period-like value-column headers read as periods (all tables): {head_read}/{head_seen} = "
+          f"{head_read / max(1, head_seen):.3f}; tables with mostly meaningful column names: {all_named}/{all_tables} = "
+          f"{all_named / max(1, all_tables):.3f}")
+    print(f"filings with all three primary statements found with periods: {full}/{len(sorted(folder.glob('*.pdf'))[:limit])}; "
+          f"10-K/10-Q filings: {expected - len(incomplete)}/{expected}"
+          + (f" (incomplete: {', '.join(incomplete)})" if incomplete else ""))
+
+
+# ---- evidence rows of FinanceBench questions ----------------------------------------------------
+# Questions of financebench-dev whose evidence is a statement (or segment) table: the row and period the
+# answer needs, read from the question's evidence text. (question index in questions.jsonl, evidence page
+# 0-based, row label, period year, period months or None for any, value as printed)
+EVIDENCE_CELLS = [
+    (0, 37, "Cost of sales", 2017, None, 111934), (0, 39, "Accounts payable", 2016, None, 25309),
+    (0, 39, "Accounts payable", 2017, None, 34616), (0, 39, "Inventories", 2016, None, 11461),
+    (0, 39, "Inventories", 2017, None, 16047),
+    (1, 37, "Total net sales", 2016, None, 135987), (1, 37, "Total net sales", 2017, None, 177866),
+    (6, 51, "Merchandise inventories", 2019, None, 5409),
+    (7, 39, "Revenue", 2023, None, 46298), (7, 39, "Gross profit", 2023, None, 9912),
+    (7, 39, "Gross profit", 2022, None, 11640),
+    (9, 41, "Total cash provided by operating activities", 2023, None, 1824),
+    (13, 67, "Total current assets", 2016, None, 1001425), (13, 67, "Total current liabilities", 2016, None, 577464),
+    (14, 37, "Total assets", 2021, None, 59268),
+    (18, 51, "Total cost of revenue", 2016, None, 32780),
+    (19, 39, "Revenues", 2015, None, 6779511), (19, 39, "Operating income", 2015, None, 305826),
+    (19, 41, "Depreciation and amortization of property, equipment and intangibles", 2015, None, 62283),
+    (20, 44, "Total current liabilities", 2017, None, 5466312),
+    (22, 37, "Developed Rest of World", 2023, 3, 1305),
+]
+
+
+def _letters(s: str) -> str:
+    return re.sub(r"[^a-z]", "", str(s or "").lower())
+
+
+def cell_found(tables, label: str, year: int, months: int | None, value: float) -> str:
+    """"ok", or what is missing: "row", "period" (row found, no column of that period) or "value"."""
+    want = _letters(label)
+    best = "row"
+    for t in tables:
+        rows = [i for i, m in enumerate(t.row_meta) if _letters(m.label) == want] if t.row_meta else []
+        if not rows:
+            continue
+        best = "period" if best == "row" else best
+        cols = [j for j, c in enumerate(t.columns) if c.period and c.fiscal_year == year
+                and (months is None or c.period_months == months)]
+        if not cols:
+            continue
+        best = "value"
+        if any(t.rows[i][j] is not None and abs(abs(t.rows[i][j]) - value) < 0.5 for i in rows for j in cols):
+            return "ok"
+    return best
+
+
+def bench_evidence(limit: int | None) -> None:
+    import json
+
+    folder = EVAL / "financebench-dev"
+    if not (folder / "questions.jsonl").exists():
+        print(f"SKIP: {folder} is absent")
+        return
+    questions = [json.loads(x) for x in (folder / "questions.jsonl").read_text().splitlines() if x.strip()]
+    by_doc: dict[str, list] = {}
+    for item in EVIDENCE_CELLS[:limit]:
+        by_doc.setdefault(questions[item[0]]["doc_name"], []).append(item)
+    cells_ok, per_q = 0, {}
+    for doc, items in by_doc.items():
+        _, typed = _typed_tables(folder / "pdfs" / f"{doc}.pdf")
+        for qi, page0, label, year, months, value in items:
+            on_page = [t for t in typed if t.page == page0 + 1]
+            got = cell_found(on_page, label, year, months, value)
+            cells_ok += got == "ok"
+            per_q.setdefault(qi, []).append(got == "ok")
+            print(f"q{qi} {doc} page {page0} (0-based): {label!r} {year}{f' {months}M' if months else ''} = {value}: "
+                  f"{got if got == 'ok' else 'no ' + got} ({len(on_page)} tables on the page)", flush=True)
+    n = sum(len(v) for v in by_doc.values())
+    q_ok = sum(all(v) for v in per_q.values())
+    print(f"\nevidence cells (row label + period column + value on the evidence page): {cells_ok}/{n}; "
+          f"questions with every needed cell: {q_ok}/{len(per_q)}")
 
 
 # ---- parse speed ----------------------------------------------------------------------------------
@@ -261,13 +393,16 @@ def bench_parse(limit: int | None) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["icdar", "periods", "parse", "all"])
+    ap.add_argument("what", choices=["icdar", "periods", "evidence", "parse", "all"])
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("-v", "--verbose", action="store_true", help="periods: list every statement table")
     args = ap.parse_args()
     if args.what in ("icdar", "all"):
         bench_icdar(args.limit)
     if args.what in ("periods", "all"):
-        bench_periods(args.limit)
+        bench_periods(args.limit, args.verbose)
+    if args.what in ("evidence", "all"):
+        bench_evidence(args.limit)
     if args.what in ("parse", "all"):
         bench_parse(args.limit)
 

@@ -8,11 +8,14 @@ several columns is repeated in each, so "Three Months Ended" reaches both of its
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ingest.table_layout import Layout, Line, Segment
 
 MIN_ROWS = 3  # multi-segment lines a block needs
+WRAPS = re.compile(r"(,|\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|including|excluding|net))\s*$",
+                   re.I)
 
 
 @dataclass
@@ -41,6 +44,15 @@ def _text_width(layout: Layout) -> tuple[float, float]:
     return (min(xs0), max(xs1)) if xs0 else (0.0, layout.width)
 
 
+def _runs_on(ln: Line, nxt: Line | None) -> bool:
+    """A long label-only line that wraps into the next line ("Changes in operating assets and liabilities,
+    excluding effect of acquisitions, divestitures, and" / "currency  (207)  (265)") stays in its table."""
+    text = ln.text.rstrip()
+    if nxt is None or not nxt.segments or text.endswith((".", ":")) or len(text) > 200:
+        return False
+    return bool(WRAPS.search(text)) or nxt.segments[0].text[:1].islower()
+
+
 def _blocks(layout: Layout) -> list[list[int]]:
     """Runs of line indexes that look tabular (with short label-only lines in between)."""
     lines = layout.lines
@@ -59,7 +71,8 @@ def _blocks(layout: Layout) -> list[list[int]]:
             cur.extend(pending)
             pending = []
             cur.append(i)
-        elif cur and len(ln.segments) == 1 and (ln.x1 - ln.x0) < 0.6 * full and len(pending) < 5:
+        elif cur and len(ln.segments) == 1 and len(pending) < 5 and \
+                ((ln.x1 - ln.x0) < 0.6 * full or _runs_on(ln, lines[i + 1] if i + 1 < len(lines) else None)):
             pending.append(i)  # a section row or wrapped label, kept if a table line follows
         elif cur:
             blocks.append(cur)
@@ -138,7 +151,7 @@ def _caption(layout: Layout, first: int) -> tuple[str, str]:
     above.reverse()
     captions = [t for t in above if not (t.startswith("(") and t.endswith(")")) and len(t) < 160]
     title = captions[-1] if captions else (above[-1] if above else "")
-    return title, " ".join(above[-4:])
+    return title, "\n".join(above[-4:])  # one caption per line: a statement's title is a line of its own
 
 
 def _is_data_line(ln: Line, cols: list[tuple[float, float]]) -> bool:

@@ -60,7 +60,7 @@ def _ruled(page, number: int) -> list[RawTable]:
         lines = [ln.strip() for ln in above.splitlines() if ln.strip()]
         captions = [ln for ln in lines if not (ln.startswith("(") and ln.endswith(")"))]
         title = (captions or lines or [""])[-1]
-        out.append(RawTable(number, title, rows, context=" ".join(lines[-3:]), bbox=tuple(table.bbox),
+        out.append(RawTable(number, title, rows, context="\n".join(lines[-3:]), bbox=tuple(table.bbox),
                             source="ruled"))
     return out
 

@@ -12,7 +12,7 @@ SCALE_WORDS = {"thousand": "thousands", "thousands": "thousands", "million": "mi
 SCALE = re.compile(
     r"(?:\bin\s+(?:u\.?s\.?\s+|usd\s+|us\$\s*|\$\s*|€\s*|eur\s+|£\s*)?|\(\s*(?:u\.?s\.?\s*|usd\s*|us\$\s*|\$\s*|€\s*|£\s*)?"
     r"(?:dollars\s+|euros?\s+)?(?:in\s+)?|amounts?\s+in\s+|expressed\s+in\s+|\$\s*|usd\s+|€\s*|eur\s+)"
-    r"(thousands?|millions?|billions?|000'?s|000|mn|bn|mm)\b", re.I)
+    r"(thousands?|millions?|billions?|000['’]?s|000|mn|bn|mm)\b", re.I)
 EXCEPT_PER_SHARE = re.compile(r"except\s+(?:for\s+)?(?:share\s+(?:and|&)\s+)?per[\s-]+share", re.I)
 EXCEPT_SHARES = re.compile(r"except\s+(?:for\s+)?(?:number\s+of\s+)?shares?\b(?!\s+data\b|\s+amounts?\b)|"
                            r"except\s+(?:for\s+)?share\s+(?:and|&)\s+per[\s-]+share|except\s+share\s+data", re.I)
@@ -54,20 +54,44 @@ def find_scale(text: str) -> str:
     m = SCALE.search(text or "")
     if not m:
         return ""
-    return SCALE_WORDS.get(m.group(1).lower().rstrip("s") + ("s" if m.group(1).lower().endswith("s") else ""),
-                           SCALE_WORDS.get(m.group(1).lower(), ""))
+    word = m.group(1).lower().replace("’", "'")
+    return SCALE_WORDS.get(word.rstrip("s") + ("s" if word.endswith("s") else ""), SCALE_WORDS.get(word, ""))
 
 
-def classify_statement(title: str, context: str, labels: list[str]) -> str:
-    """income_statement | balance_sheet | cash_flow | equity from the caption above the table (the statement's
-    own title), else from its rows (four typical line items of one statement in a table of ten rows or more)."""
-    lines = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()]
-    text = " ".join(lines)[-160:]
+# a sentence that mentions a statement ("the effects of derivatives on the consolidated statements of income:",
+# "Supplemental balance sheet information ...") is no statement's title
+NOT_A_TITLE = re.compile(
+    r"\b(following|table|tables|effects?|included|includes|including|presented|presents|recognized|location|"
+    r"related|information|supplemental|see|notes?\s+to|reported|classified|within|line\s+items?|our|we|was|were|"
+    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact)\b", re.I)
+
+
+def statement_title(line: str) -> str:
+    """The statement kind a caption line names when the line is a statement's own title ("CONSOLIDATED
+    STATEMENTS OF CASH FLOWS", "Amcor plc - Condensed Consolidated Balance Sheets (Unaudited)"), else ""."""
+    s = " ".join(str(line or "").split())
+    if not s or len(s) > 120 or s.endswith(":") or NOT_A_TITLE.search(s):
+        return ""
     for kind, title_rx, _ in STATEMENTS:
-        m = title_rx.search(text)
-        if m and not re.search(r"\bnotes?\s+to\b|\bsee\b|\bincluded\s+in\b", text[max(0, m.start() - 40):m.start()], re.I):
+        if title_rx.search(s):
             return kind
-    if len(labels) >= 10:
+    return ""
+
+
+def classify_statement(title: str, context: str, labels: list[str], captions: list[str] | None = None,
+                       has_periods: bool = True) -> str:
+    """income_statement | balance_sheet | cash_flow | equity from the nearest caption line that is a statement's
+    own title (``captions``: title rows inside the table, nearest last, then the title and the context lines
+    above it), else from its rows (four typical line items of one statement in a table of ten rows or more)
+    when its value columns are periods: a table whose columns are segments or instruments is a note, not a
+    primary statement."""
+    lines = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()]
+    lines = lines[-4:] + [c for c in (captions or []) if c and c.strip()]
+    for line in reversed(lines):
+        kind = statement_title(line)
+        if kind:
+            return kind
+    if len(labels) >= 10 and has_periods:
         for kind, _, row_rx in STATEMENTS:
             if row_rx is not None and sum(bool(row_rx.search(lb.strip())) for lb in labels) >= 4:
                 return kind
@@ -108,9 +132,10 @@ def row_meta(labels: list[str], has_values: list[bool], scale: str, notes: str,
         is_total = bool(TOTAL.match(label))
         if stack and label and _key_words(label) and _key_words(label) == _key_words(stack[-1][0]):
             is_total = True  # "Other comprehensive income" under "Other comprehensive income:" sums it
-        unit, row_scale = "", scale
+        own = find_scale(label) or find_scale(parent)  # "Shares used in calculation (000's)"
+        unit, row_scale = "", own or scale
         if SHARES.search(label) or (EPS_LINE.match(label) and SHARES.search(parent)):
-            unit, row_scale = "shares", ("" if except_sh else scale)
+            unit, row_scale = "shares", own or ("" if except_sh else scale)
         elif PER_SHARE.search(label) or (EPS_LINE.match(label) and PER_SHARE.search(parent)):
             unit, row_scale = "per share", ""  # per-share amounts are never in thousands or millions
         metas.append(RowMeta(label, parent, is_total, unit, row_scale))

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from ingest.parsers import Cell, RawTable
 from ingest.table_grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
 from ingest.table_periods import parse_period
-from ingest.table_rows import RowMeta, classify_statement, find_scale, row_meta
+from ingest.table_rows import RowMeta, classify_statement, find_scale, row_meta, statement_title
 
 DASHES = {"-", "—", "–", "−", "--", "n/a", "na", "n.a.", "nm", "*"}
 NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")
@@ -146,6 +146,10 @@ CAPTION = re.compile(r"\b(in\s+(thousands|millions|billions)|except\s+per|unaudi
                      r"consolidated|dollars|amounts)\b|^\(.*\)$", re.I)
 
 
+# a label-only row ending in a connective ("NET INCOME PER COMMON SHARE ATTRIBUTABLE TO") runs on in the next row
+WRAPS = re.compile(r"\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|before|after|net\s+of)\s*[,-]?$", re.I)
+
+
 def _is_text(cell: Cell) -> bool:
     return cell not in (None, "") and parse_number(cell) is None
 
@@ -165,16 +169,58 @@ def _is_number(x) -> bool:
     return parse_number(x) is not None and not blank(x)
 
 
+PERIOD_WORDS = re.compile(r"\b(ended|ending|months|weeks|years?|quarters?|as\s+(of|at)|fiscal)\b|(?<!\d)(19|20)\d\d(?!\d)", re.I)
+COMPANY = re.compile(r"\b(inc|corp|corporation|company|co|plc|ltd|limited|llc|l\.?p|n\.?v|s\.?a|ag|se|group|holdings)\b\.?|"
+                     r"\band\s+subsidiaries\b", re.I)
+JUNK_TITLE = re.compile(r"^(table\s+of\s+contents|index|\d+|page\s+\d+)$", re.I)
+
+
+def _spanning_text(row: list[Cell]) -> str | None:
+    """The one text of a row whose filled cells all say the same (a caption printed across the table)."""
+    filled = {str(c).strip() for c in row if not blank(c)}
+    if len(filled) != 1:
+        return None
+    text = filled.pop()
+    return text if _is_text(text) and not periodish(text) else None
+
+
 def _title_rows(rows, notes):
-    title = ""
+    """Caption rows at the top of a grid: a lone text in the first cell, or one text printed across the table
+    (company name, statement title, "(Unaudited)", "(in millions)") -- not a group header such as "Years Ended
+    December 31,". Returns (rows below them, title, how many, the caption texts)."""
+    title, statement_line, n, captions = "", "", 0, []
     width = len(rows[0])
-    n = 0
-    while len(rows) > 2 and sum(not blank(c) for c in rows[0]) == 1 and width > 1 and _is_text(rows[0][0]):
-        notes.append(str(rows[0][0]))
-        title = title or str(rows[0][0])
-        rows = rows[1:]
+    while len(rows) - n > 2 and width > 1:
+        row = rows[n]
+        text = _spanning_text(row)
+        if text is None:
+            break
+        one_cell = sum(not blank(c) for c in row) == 1 and not blank(row[0])
+        named = bool(statement_title(text) or CAPTION.search(text) or COMPANY.search(text))
+        ahead = any(statement_title(t or "") for t in (_spanning_text(r) for r in rows[n + 1:n + 3]))
+        if not one_cell and (PERIOD_WORDS.search(text) or not (named or ahead)):
+            break
+        notes.append(text)
+        captions.append(text)
+        title = title or text
+        statement_line = statement_line or (text if statement_title(text) else "")
         n += 1
-    return rows, title, n
+    return rows[n:], statement_line or title, n, captions
+
+
+def _caption_header_rows(header: list[list[Cell]], notes: list) -> list[str]:
+    """Header rows that are a caption printed across the columns ("(in thousands, except per share data)",
+    a statement title) say nothing about one column: they go to the notes and leave the labels."""
+    out = []
+    for h in header:
+        text = _spanning_text(h)
+        if text and not PERIOD_WORDS.search(text) and (find_scale(text) or re.fullmatch(r"\(.*\)", text)
+                                                       or statement_title(text)):
+            notes.append(text)
+            out.append(text)
+            for j in range(len(h)):
+                h[j] = None
+    return out
 
 
 def _merge_labels(header_rows: list[list[Cell]], width: int) -> list[str]:
@@ -221,8 +267,9 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     if not rows or not rows[0]:
         return None
     notes = [raw.title, raw.context]
-    rows, title, n_title = _title_rows(rows, notes)
-    title = raw.title or title
+    rows, title, n_title, captions = _title_rows(rows, notes)
+    given_title = "" if JUNK_TITLE.match(str(raw.title or "").strip()) else str(raw.title or "")
+    title = title if (title and statement_title(title) and not statement_title(given_title)) else (given_title or title)
     width = len(rows[0])
     has_numbers = any(_is_number(c) for r in rows[1:] for c in r[1:])
     if raw.header_rows:
@@ -243,6 +290,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
                 break
     rows = fold_columns(rows, n_head)
     width = len(rows[0])
+    captions += _caption_header_rows(rows[:n_head], notes)
     labels = _merge_labels(rows[:n_head], width)
     if labels and (CAPTION.search(labels[0]) or len(labels[0].split()) > 4):
         notes.append(labels[0])  # a caption over the row labels is no column name
@@ -277,7 +325,8 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
         for i, r in enumerate(body):
             ind = indents[i]
             prev_open = merged_body and not merged_values[-1] and merged_body[-1][0]
-            if prev_open and ((isinstance(r[0], str) and r[0][:1].islower()) or (blank(r[0]) and has_values[i])):
+            if prev_open and ((isinstance(r[0], str) and r[0][:1].islower()) or (blank(r[0]) and has_values[i])
+                              or (isinstance(r[0], str) and WRAPS.search(str(merged_body[-1][0])))):
                 r = [f"{merged_body[-1][0]} {r[0] or ''}".strip()] + r[1:]
                 merged_body.pop()
                 merged_values.pop()
@@ -326,8 +375,10 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
         typed_rows.append(out)
     header_currency = header_currency or next((c.currency for c in columns if c.currency), "")
     table_unit = " ".join(x for x in (header_currency, scale) if x)
-    statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas])
-    return TypedTable(title or "table", raw.page, table_unit, columns, typed_rows, section=str(raw.context or "")[:300],
+    statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas], captions,
+                                   has_periods=any(c.period for c in columns))
+    return TypedTable(title or "table", raw.page, table_unit, columns, typed_rows,
+                      section=" ".join(str(raw.context or "").split())[:300],
                       statement=statement, scale=scale, currency=header_currency, bbox=raw.bbox, row_meta=metas)
 
 
