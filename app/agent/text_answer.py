@@ -1,0 +1,142 @@
+"""Extractive answers to questions over report text: find the sentence that answers, read the span off it.
+
+The embedded model is too small to write reliable free text, so a question over paragraphs ("What was the
+hosting cost in 2018?", "Why did the valuation allowance increase?", "What are the contract types?") is
+answered by extraction:
+1. every sentence of the retrieved passages (prose only; table rows are the BI route's) is scored by the
+   question's content words it contains, weighted by rarity within the candidates (IDF), plus the question's
+   word pairs in order, the years it names and whether the sentence states what is asked (``text_spans``);
+2. the span is read off the best sentences (a figure with its unit and scale, a date, years, a count, a
+   duration, the reason after "due to", the listed items, or the sentence itself for a description);
+3. the verifier (``verify.verify_text``) must confirm that the quoted sentence contains the span, its figures
+   and names, the question's key terms and years; only then is the answer ``supported``. Otherwise None (the
+   caller says the documents do not state it).
+The answer text is the span itself; the quoted sentence, document and page are its citation.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from app.agent.text import content_words, stem
+from app.agent.text_spans import Ask, ask_of, extract
+from app.agent.verify import verify_text
+from ingest.sentences import sentence_spans
+
+MAX_PASSAGES = 8
+TRY = 4  # best-scoring sentences tried against the verifier
+MIN_SENTENCE_WORDS = 5
+WORD = re.compile(r"[A-Za-z0-9]+")
+BULLET = re.compile(r"\s*[•●▪◦■]\s*")
+
+
+def prose_sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the prose sentences of a passage: lines that are table rows (tab-separated cells,
+    mostly figures) are left out, so are headings and fragments of under ``MIN_SENTENCE_WORDS`` words."""
+    out, pos = [], 0
+    for line in text.split("\n"):
+        start, pos = pos, pos + len(line) + 1
+        if not line.strip() or "\t" in line:
+            continue
+        words = WORD.findall(line)
+        if len(words) < MIN_SENTENCE_WORDS or sum(w.isdigit() for w in words) > 0.6 * len(words):
+            continue
+        for s0, s1 in _bullet_items(line):
+            for a, b in sentence_spans(line[s0:s1]):
+                if len(WORD.findall(line[s0 + a:s0 + b])) >= MIN_SENTENCE_WORDS:
+                    out.append((start + s0 + a, start + s0 + b))
+    return out
+
+
+def _bullet_items(line: str) -> list[tuple[int, int]]:
+    """A line cut at its bullets ("Key changes were: • Cost of revenue ... • Research ..."), each item alone."""
+    cuts = [0] + [m.end() for m in BULLET.finditer(line)]
+    ends = [m.start() for m in BULLET.finditer(line)] + [len(line)]
+    return [(a, b) for a, b in zip(cuts, ends) if line[a:b].strip()]
+
+
+def _stems(text: str) -> list[str]:
+    return [stem(w) for w in WORD.findall(text.lower())]
+
+
+class Candidate:
+    __slots__ = ("passage", "rank", "quote", "words", "seq", "score", "span")
+
+    def __init__(self, passage: dict, rank: int, quote: str):
+        self.passage, self.rank, self.quote = passage, rank, quote
+        self.words = content_words(quote)
+        self.seq = _stems(quote)
+        self.score, self.span = 0.0, None
+
+
+def candidates(passages: list[dict]) -> list[Candidate]:
+    out, seen = [], set()
+    for rank, p in enumerate(passages[:MAX_PASSAGES]):
+        text = p.get("text") or ""
+        for a, b in prose_sentences(text):
+            quote = text[a:b].strip()
+            if quote in seen:
+                continue
+            seen.add(quote)
+            out.append(Candidate(p, rank, quote))
+    return out
+
+
+def idf_weights(key: set[str], cands: list[Candidate]) -> dict[str, float]:
+    n = len(cands) or 1
+    return {k: math.log(1.0 + n / (1 + sum(k in c.words for c in cands))) for k in key}
+
+
+def coverage(key: set[str], words: set[str], weights: dict[str, float]) -> float:
+    total = sum(weights.get(k, 1.0) for k in key)
+    return sum(weights.get(k, 1.0) for k in key & words) / total if total else 0.0
+
+
+def pairs(question: str) -> list[tuple[str, str]]:
+    seq = [s for s in _stems(question) if s in content_words(question)]
+    return list(zip(seq, seq[1:]))
+
+
+def score(ask: Ask, qpairs: list[tuple[str, str]], c: Candidate, weights: dict[str, float]) -> float:
+    s = coverage(ask.key, c.words, weights)
+    joined = " ".join(c.seq)
+    s += 0.12 * min(3, sum(f"{a} {b}" in joined for a, b in qpairs))
+    if ask.years:
+        s += 0.25 * (sum(y in c.quote for y in ask.years) / len(ask.years))
+    if ask.kind == "reason" and re.search(r"\b(?:due to|as a result|attributable|driven by|because|primarily)\b",
+                                          c.quote, re.I):
+        s += 0.15
+    return s - 0.02 * c.rank
+
+
+def text_answer(question: str, passages: list[dict]) -> dict | None:
+    """{"answer", "citations", "supported": True, "related": []} from the sentence that answers ``question``,
+    verified; None when no sentence of ``passages`` verifiably states it."""
+    ask = ask_of(question)
+    if not ask.key:
+        return None
+    cands = candidates(passages)
+    if not cands:
+        return None
+    weights = idf_weights(ask.key, cands)
+    qpairs = pairs(question)
+    for c in cands:
+        c.score = score(ask, qpairs, c, weights)
+    cands.sort(key=lambda c: -c.score)
+    tried = 0
+    for c in cands:
+        span = extract(ask, c.quote)
+        if span is None:
+            continue  # the sentence does not state what is asked (no figure, no date ...)
+        tried += 1
+        ok, _why = verify_text(ask, question, span, c.quote, weights)
+        if ok:
+            return {"answer": span, "citations": [citation(c.passage, c.quote)], "supported": True, "related": []}
+        if tried >= TRY:
+            break
+    return None
+
+
+def citation(p: dict, quote: str) -> dict:
+    return {"doc_id": p["doc_id"], "filename": p["filename"], "page": p.get("page"), "section": p.get("section"),
+            "quote": quote}

@@ -1,0 +1,292 @@
+"""What a question over report text asks for, and the span of a sentence that gives it.
+
+``ask_of(question)`` types the question: an amount ("What was the hosting cost in 2018?" -> "$9.5 million"),
+a percentage, a count ("How many employees ..." -> "1,620"), a date or period ("When ..."), years ("In which
+years ..."), a duration ("How long ..."), a reason ("Why ..." -> the clause after "due to"), a list ("What are
+the contract types?" -> the items) or a description (the sentence itself). ``extract(ask, sentence)`` reads that
+span off one sentence, verbatim, or returns None when the sentence does not state it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from app.agent.text import content_words, stem
+
+YEAR = re.compile(r"(?<![\d.$])(?<!\d,)(?:19|20)\d{2}(?!\d|,\d{3}|\.\d)")
+FY = re.compile(r"\b(?:fiscal(?: year)?|fy|financial year)\s*'?(\d{2,4})\b", re.I)
+CURRENCY = r"(?:US\$|A\$|C\$|NZ\$|HK\$|S\$|R\$|\$|€|£|¥|₹|RMB\s?|INR\s?|EUR\s?|USD\s?|GBP\s?|CHF\s?|SEK\s?|DKK\s?|NOK\s?)"
+SCALE = r"(?:\s?(?:million|billion|thousand|trillion|bn|mn|m|k)\b)"
+UNIT = r"(?:\s?(?:%|percent\b|per cent\b|basis points\b|bps\b|p\b|pence\b|cents?\b|per share\b|x\b))"
+AMOUNT = re.compile(rf"(?<![\w.])\(?-?{CURRENCY}?\s?\(?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?\)?{SCALE}?{UNIT}?(?![\w])",
+                    re.I)
+QUALIFIER = re.compile(r"(?:approximately|about|around|over|more than|less than|nearly|almost|up to|at least|"
+                       r"roughly|some|an estimated)\s+$", re.I)
+MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|" \
+        r"Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
+DATES = [  # most specific first
+    re.compile(rf"\b{MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}\s+{MONTH},?\s+\d{{4}}\b"),
+    re.compile(rf"\b(?:(?:first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter|(?:first|second)\s+half|"
+               rf"Q[1-4])\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?\d{{4}}\b", re.I),
+    re.compile(rf"\b{MONTH}\s+(?:of\s+)?\d{{4}}\b"),
+    re.compile(r"\b(?:fiscal(?: year)?|FY)\s*'?\d{2,4}\b", re.I),
+    YEAR,
+]
+DURATION = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+                      r"twenty|thirty|forty|fifty)(?:\s+to\s+\d+(?:\.\d+)?)?[\s-]+(?:years?|months?|weeks?|days?)\b"
+                      r"|\b(?:annually|quarterly|monthly|weekly|daily|semi-annually|indefinite(?:ly)?)\b", re.I)
+CAUSE = re.compile(r"\b(?:(?:primarily|mainly|largely|principally|partially|partly|mostly|in part|chiefly)\s+)?"
+                   r"(?:due to|as a result of|attributable to|driven by|resulting from|result of|because(?: of)?|"
+                   r"owing to|caused by|reflect(?:s|ing|ed)?|on account of|following|in order to|to (?=[a-z]+\b))",
+                   re.I)
+LIST_LEAD = re.compile(r"\b(?:includ(?:e|es|ed|ing)|such as|consist(?:s|ed|ing)? of|compris(?:e|es|ed|ing)(?: of)?|"
+                       r"namely|are|were|was|is|:)\s+", re.I)
+ITEM_SPLIT = re.compile(r"\s*(?:;|,(?!\d{3})|\band\b|\bor\b|\bas well as\b)\s*", re.I)
+NOUNISH = {"amount", "value", "cost", "costs", "expense", "expenses", "revenue", "revenues", "income", "sales",
+           "price", "balance", "fee", "fees", "charge", "charges", "loss", "losses", "gain", "gains", "profit",
+           "cash", "debt", "liability", "liabilities", "asset", "assets", "tax", "taxes", "compensation", "payment",
+           "payments", "dividend", "dividends", "capital", "ebitda", "total", "net", "impairment", "reserve",
+           "provision", "investment", "investments", "obligations", "obligation", "borrowings", "goodwill",
+           "depreciation", "amortization", "amortisation", "earnings", "spending", "expenditure", "expenditures",
+           "benefit", "benefits", "consideration", "proceeds", "deficit", "surplus", "receivable", "receivables",
+           "payable", "payables", "inventory", "inventories", "backlog", "funding", "contribution", "contributions",
+           "allowance", "accrual", "accrued", "carrying", "fair", "paid", "spent", "recognized", "recognised"}
+
+
+@dataclass
+class Ask:
+    kind: str  # amount | percent | count | date | years | duration | reason | list | text
+    years: list[str] = field(default_factory=list)  # years the question names, in its order
+    key: set[str] = field(default_factory=set)  # its content-word stems (years and cue words out)
+    multi: bool = False  # several values: "in 2019 and 2018 respectively", "What are ..."
+    count_noun: str = ""  # "How many employees": the stem "employe"
+
+
+def question_years(q: str) -> list[str]:
+    out = [m.group(0) for m in YEAR.finditer(q)]
+    for m in FY.finditer(q):
+        y = m.group(1)
+        out.append(y if len(y) == 4 else "20" + y)
+    return list(dict.fromkeys(out))
+
+
+CUE_WORDS = {"what", "which", "when", "why", "how", "much", "many", "long", "respectively", "reason", "year",
+             "years", "amount", "value", "total", "percentage", "proportion", "company", "group"}
+
+
+def ask_of(question: str) -> Ask:
+    q = " ".join(question.strip().split())
+    ql = q.lower()
+    years = question_years(q)
+    key = {w for w in content_words(re.sub(r"\b(?:fiscal|fy)\b", " ", ql))
+           if not YEAR.fullmatch(w) and w not in {stem(c) for c in CUE_WORDS}}
+    multi = bool(re.search(r"\brespectively\b|\beach of\b", ql)) or len(years) >= 2 and bool(
+        re.search(r"\b(?:in|for|of|at|during|as of)\b[^?]*\d{4}\s*(?:,|and)\s*\d{4}", ql)) and not re.search(
+        r"\b(?:change|differ|increase|decrease|grow|growth|average|total|sum|ratio|between)\b", ql)
+    kind = "text"
+    if re.match(r"^(?:why|for what reason)\b", ql) or re.search(
+            r"\b(?:reasons?|what (?:caused|led to|drove|resulted in|contributed)|due to what|attributable to what|"
+            r"what (?:was|were|is|are) (?:the )?(?:main |primary |key )?(?:drivers?|causes?|factors?))\b", ql):
+        kind = "reason"
+    elif re.search(r"\b(?:which|what|in which|during which)\s+(?:fiscal\s+)?(?:years?|periods?)\b", ql):
+        kind = "years"
+    elif re.match(r"^(?:when|by when|as of when|since when)\b", ql):
+        kind = "date"
+    elif re.search(r"\bhow long\b|\bover what (?:duration|period)|\bhow often\b|\b(?:what|which) (?:is|was|are|were) "
+                   r"the (?:\w+ )?(?:term|duration|useful lives?|life|period)\b", ql):
+        kind = "duration"
+    elif re.search(r"\bhow many\b", ql):
+        m = re.search(r"\bhow many\s+([a-z]+)", ql)
+        noun = m.group(1) if m else ""
+        kind = "duration" if noun in ("years", "months", "days", "weeks") else "count"
+        return Ask(kind, years, key, multi, stem(noun) if noun else "")
+    elif re.search(r"\b(?:percentage|percent|proportion|%|rate|margin|ratio|share of)\b", ql) and not re.search(
+            r"\bhow (?:is|was|are|were)\b", ql):
+        kind = "percent"
+    elif re.search(r"\bhow much\b|\brespective (?:values?|amounts?)\b", ql) or (
+            re.match(r"^(?:what|which)\s+(?:was|were|is|are|will be)\b", ql)
+            and NOUNISH & set(re.findall(r"[a-z]+", ql))) or re.search(r"\bwhat (?:amount|value|price)\b", ql):
+        kind = "amount"
+    elif re.match(r"^(?:what|which)\s+(?:are|were|\w+s\s+(?:are|were|did|do|does|have|has))\b", ql) or re.search(
+            r"^(?:list|name)\b", ql):
+        kind = "list"
+    if kind in ("amount", "percent", "list") and re.search(r"\b(?:based (?:on|upon)|recogni[sz]ed as|defined as|"
+                                                          r"comprised of|consists? of|used for|represents?|"
+                                                          r"determined|calculated|measured)\s*\??$", ql):
+        kind = "text"
+    if kind in ("amount", "percent") and re.match(r"^(?:what|how)\s+(?:is|was|are|were|does|do|did)\s+(?:the\s+)?"
+                                                   r"(?:[\w-]+\s+){0,6}?(?:determined|calculated|measured|"
+                                                   r"estimated|defined|based|recognized|recorded|accounted)\b", ql):
+        kind = "text"  # "What is fair value based on?": a description, not a figure
+    return Ask(kind, years, key, multi)
+
+
+def _strip(span: str) -> str:
+    return span.strip().strip(",;:").rstrip(".").strip()
+
+
+def amounts(sentence: str, percent: bool | None = None) -> list[re.Match]:
+    """Figures of a sentence (not years, not day-of-month, not note numbers)."""
+    out = []
+    for m in AMOUNT.finditer(sentence):
+        t = m.group(0).strip()
+        bare = re.sub(r"[()\-\s]", "", t)
+        if YEAR.fullmatch(bare):
+            continue  # a year
+        if re.fullmatch(r"\(\d{1,2}\)|\d{1,2}\)", t):
+            continue  # a footnote or item marker: "(2)"
+        if re.search(rf"{MONTH}\s*$", sentence[:m.start()]) or re.match(r"\s*,?\s*(?:19|20)\d{2}", sentence[m.end():]) \
+                and re.fullmatch(r"\d{1,2}", bare):
+            continue  # the day of a date
+        if re.fullmatch(r"\d{1,2}", bare) and re.match(rf"\s*(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}", sentence[m.end():]):
+            continue  # "31 December 2019"
+        if re.search(r"(?:note|notes|item|section|page|level|tier|phase|ias|ifrs|asc|topic)\s*$", sentence[:m.start()], re.I):
+            continue
+        is_pct = bool(re.search(r"%|percent|per cent|basis points|bps", t, re.I))
+        if percent is not None and is_pct != percent:
+            continue
+        out.append(m)
+    return out
+
+
+def _near(sentence: str, pos: int, words: set[str]) -> float:
+    """How close ``pos`` is to the question's words in ``sentence`` (1 beside one, falling with distance)."""
+    best = 0.0
+    for w in re.finditer(r"[A-Za-z]+", sentence):
+        if stem(w.group(0).lower()) in words:
+            best = max(best, 1.0 / (1.0 + abs(w.start() - pos) / 40.0))
+    return best
+
+
+def _key_share(text: str, words: set[str]) -> float:
+    return len(content_words(text) & words) / len(words) if words else 0.0
+
+
+YEAR_AFTER = re.compile(r"^\s*(?:for|in|during|at|as of|of|from)?\s*(?:the\s+)?(?:fiscal\s+)?(?:years?|quarters?|"
+                        r"periods?|months?|financial year)?\s*(?:ended|ending)?\s*(?:[A-Z][a-z]+\.?\s+\d{1,2},?\s*|"
+                        r"\d{1,2}\s+[A-Z][a-z]+\s+)?(?:fiscal\s+|fy\s*)?$", re.I)
+YEAR_BEFORE = re.compile(r"^\s*(?:[:)]|,)?\s*(?:was|were|is|of|totall?ed|amounted to|were approximately|"
+                         r"was approximately)?\s*$", re.I)
+
+
+def attached_year(sentence: str, found: list[re.Match], i: int) -> str | None:
+    """The year a figure is stated for: "$2.5 million for the year ended December 31, 2019" or
+    "(December 31, 2018: $169)"; None when the sentence does not tie one to it."""
+    m = found[i]
+    nxt = found[i + 1].start() if i + 1 < len(found) else len(sentence)
+    for y in YEAR.finditer(sentence, m.end(), nxt):
+        if YEAR_AFTER.match(sentence[m.end():y.start()]):
+            return y.group(0)
+        break
+    prev = found[i - 1].end() if i else 0
+    ys = list(YEAR.finditer(sentence, prev, m.start()))
+    if ys and YEAR_BEFORE.match(sentence[ys[-1].end():m.start()]):
+        return ys[-1].group(0)
+    return None
+
+
+def year_series(sentence: str) -> list[str]:
+    """The years a "respectively" sentence lists, in order ("2019, 2018 and 2017")."""
+    m = re.search(r"(?:19|20)\d{2}(?:\s*(?:,|and|,\s*and)\s*(?:(?:fiscal\s+)?(?:19|20)\d{2}))+", sentence)
+    return [y.group(0) for y in YEAR.finditer(m.group(0))] if m else []
+
+
+def pick_figure(ask: Ask, sentence: str, percent: bool | None) -> list[str]:
+    """The figure(s) answering ``ask`` in ``sentence``: aligned with the question's years where the sentence
+    lists values by year, else the figure nearest the question's words (and its year)."""
+    found = amounts(sentence, percent)
+    if not found:
+        return []
+    series = year_series(sentence)
+    values = [m.group(0).strip() for m in found]
+    if ask.years and series and re.search(r"respectively", sentence, re.I) and len(values) >= len(series):
+        vals = values[-len(series):] if len(values) > len(series) else values
+        picked = [vals[series.index(y)] for y in ask.years if y in series]
+        if picked:
+            return picked if ask.multi else picked[:1]
+    scored = []
+    for i, m in enumerate(found):
+        left = sentence[found[i - 1].end() if i else 0: m.start()]
+        s = _key_share(left, ask.key)
+        if i == 0 and s == 0:  # "The $29.3 million increase in ...": the subject follows
+            s = 0.8 * _key_share(sentence[m.end(): found[1].start() if len(found) > 1 else len(sentence)], ask.key)
+        year = attached_year(sentence, found, i) if ask.years else None
+        if year is not None:
+            s += 1.0 if year in ask.years else -1.0
+        if percent is False and re.match(r"[$€£¥₹]|US\$|RMB|INR|EUR|USD|GBP", m.group(0).strip().lstrip("(-")):
+            s += 0.3  # an amount question: money first
+        if re.search(r"(?:million|billion|thousand|bn|mn)\b", m.group(0), re.I):
+            s += 0.1
+        scored.append((s, -m.start(), m))
+    scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
+    best = scored[0][2]
+    out = [_with_qualifier(sentence, best)]
+    if ask.multi and len(ask.years) >= 2:
+        others = sorted((m for _, _, m in scored[1:len(ask.years)]), key=lambda m: m.start())
+        out = sorted([best] + others, key=lambda m: m.start())
+        out = [m.group(0).strip() for m in out]
+    return out
+
+
+def _with_qualifier(sentence: str, m: re.Match) -> str:
+    q = QUALIFIER.search(sentence[:m.start()])
+    span = m.group(0).strip()
+    return (q.group(0) + span) if q else span
+
+
+def extract(ask: Ask, sentence: str) -> str | None:
+    """The span of ``sentence`` answering ``ask`` (verbatim pieces; several joined with " and "), or None."""
+    s = sentence
+    if ask.kind in ("amount", "percent"):
+        vals = pick_figure(ask, s, True if ask.kind == "percent" else False)
+        if not vals and ask.kind == "percent":
+            vals = pick_figure(ask, s, None)
+        return " and ".join(vals) if vals else None
+    if ask.kind == "count":
+        for m in sorted(amounts(s, False), key=lambda m: -_near(s, m.start(), ask.key | {ask.count_noun})):
+            if re.match(r"[$€£¥₹]", m.group(0).strip().lstrip("(")):
+                continue
+            tail = re.match(r"\s+([A-Za-z-]+)", s[m.end():])
+            noun = tail.group(1) if tail and ask.count_noun and stem(tail.group(1).lower()) == ask.count_noun else ""
+            return (_with_qualifier(s, m) + (" " + noun if noun else "")).strip()
+        return None
+    if ask.kind == "date":
+        for rx in DATES:
+            hits = [m for m in rx.finditer(s) if m.group(0) not in ask.years and not any(
+                m.group(0) in y or y == m.group(0) for y in ask.years)]
+            if hits:
+                best = max(hits, key=lambda m: _near(s, m.start(), ask.key))
+                return best.group(0).strip()
+        return None
+    if ask.kind == "years":
+        ys = [y for y in dict.fromkeys(m.group(0) for m in YEAR.finditer(s))]
+        return (" and ".join(ys) if ask.multi or re.search(r"\byears\b", " ".join(ask.key)) else ys[0]) if ys else None
+    if ask.kind == "duration":
+        hits = list(DURATION.finditer(s))
+        if not hits:
+            return None
+        best = max(hits, key=lambda m: _near(s, m.start(), ask.key))
+        return _with_qualifier(s, best)
+    if ask.kind == "reason":
+        m = None
+        for c in CAUSE.finditer(s):
+            if not c.group(0).lower().startswith("to "):
+                m = c
+                break
+        return _strip(s)  # the whole sentence: annotators and readers take the reason with its subject
+    if ask.kind == "list":
+        items = list_items(ask, s)
+        return ", ".join(items[:-1]) + " and " + items[-1] if len(items) >= 2 else _strip(s)
+    return _strip(s)
+
+
+def list_items(ask: Ask, sentence: str) -> list[str]:
+    """Items listed after the question's subject ("... include A, B and C"), verbatim, or []."""
+    leads = [m for m in LIST_LEAD.finditer(sentence) if _near(sentence, m.start(), ask.key) > 0.2]
+    if not leads:
+        return []
+    tail = sentence[leads[0].end():]
+    tail = re.split(r"(?<=\w)[.;](?:\s|$)|\s+(?:which|that|who|where)\s+|\s*\(", tail, maxsplit=1)[0]
+    items = [_strip(i) for i in ITEM_SPLIT.split(tail) if i and len(_strip(i)) >= 2]
+    items = [re.sub(r"^(?:the|a|an|our|its|their)\s+", "", i, flags=re.I) for i in items]
+    return items if 2 <= len(items) <= 8 and all(len(i.split()) <= 8 for i in items) else []
