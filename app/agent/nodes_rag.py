@@ -21,7 +21,8 @@ from app.agent.quotes import candidate_quotes
 from app.agent.repetition import guarded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
 from app.agent.text import content_words
-from app.agent.verify import DATE, JURISDICTION, verify
+from app.agent.text_answer import text_answer
+from app.agent.verify import DATE, JURISDICTION, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
 ANSWER_PASSAGES = 5  # passages the extractive answer may quote from, best first
@@ -46,13 +47,18 @@ def make_rag_nodes(deps: AgentDeps):
     def answer_rag(state: AgentState, config: RunnableConfig) -> dict:
         question, ctype = state.get("search_query") or state["question"], state.get("clause_type")
         graded = state["graded"]
-        if ctype is None and graded:
+        if ctype is not None:  # a contract clause: the clause's own sentence(s), verified
+            found = extractive_answer(ctype, question, graded[:ANSWER_PASSAGES])
+            if found:
+                return found
+        ranked = graded + [p for p in state.get("passages") or [] if p not in graded]
+        found = text_answer(question, ranked)  # the sentence that states it, the span read off it, verified
+        if found:
+            return found
+        if ctype is None and graded:  # free generation only as the fallback, kept only when it verifies
             drafted = _model_answer(deps, state, config, graded[:MAX_CONTEXT_PASSAGES])
             if drafted:
                 return drafted
-        found = extractive_answer(ctype, question, graded[:ANSWER_PASSAGES])
-        if found:
-            return found
         return not_found(question, ctype, state.get("passages") or [])
 
     def no_support(state: AgentState) -> dict:
@@ -75,7 +81,7 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
         return None
     question = state.get("search_query") or state["question"]
     cites = citations_for(question, draft, passages)
-    ok, _why = verify(None, question, draft, [c["quote"] for c in cites])
+    ok, _why = verify_generated(question, draft, [c["quote"] for c in cites])
     if not ok:
         return None
     return {"answer": draft, "citations": cites, "supported": True, "related": []}

@@ -116,3 +116,56 @@ def verify(ctype_name: str | None, question: str, answer: str, spans: list[str],
     if not ok:
         return False, f"not in the cited text: {', '.join(missing[:5])}"
     return True, "ok"
+
+
+TOKEN = re.compile(r"[a-z0-9]+")
+FIGURE_KINDS = ("amount", "percent", "count")
+
+
+def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, float] | None = None,
+                min_coverage: float = 0.5) -> tuple[bool, str]:
+    """The verdict on an extracted answer ``span`` to a question over report text (``ask``: its
+    ``text_spans.Ask``), resting on the sentence ``quote``:
+    1. the span's words, figures and names occur in the quote;
+    2. the quote carries the question's key terms (at least ``min_coverage`` of their IDF weight, and two of
+       them when the question has two or more);
+    3. a figure asked for a year stands in a sentence that names that year; a sentence naming only other
+       years answers another period."""
+    if not span.strip() or not quote.strip():
+        return False, "empty span"
+    qtok = set(TOKEN.findall(_norm_ws(quote)))
+    missing = [t for t in TOKEN.findall(span.lower()) if t not in qtok and t != "and"]
+    if missing:
+        return False, f"not in the quote: {', '.join(missing[:5])}"
+    ok, missing = answer_in_span(span, [quote])
+    if not ok:
+        return False, f"not in the quote: {', '.join(missing[:5])}"
+    key, words = ask.key, content_words(quote)
+    shared = key & words
+    weights = weights or {}
+    total = sum(weights.get(k, 1.0) for k in key)
+    cov = sum(weights.get(k, 1.0) for k in shared) / total if total else 0.0
+    if len(shared) < min(2, len(key)) or cov < min_coverage:
+        return False, f"{len(shared)} of {len(key)} key terms of the question"
+    if ask.years:
+        named = set(re.findall(r"(?<!\d)(?:19|20)\d{2}(?!\d)", quote))
+        if not named & set(ask.years) and (named or ask.kind in FIGURE_KINDS):
+            return False, "not the period asked"
+    return True, "ok"
+
+
+def verify_generated(question: str, draft: str, quotes: list[str], min_grounded: float = 0.8) -> tuple[bool, str]:
+    """The verdict on a model-written answer: the general check (``verify``) and, since a small model echoes
+    prompt scaffolding or paraphrases loosely, most of its content words (``min_grounded``) must be words of
+    the cited sentences, and it must say something beyond the question's own words."""
+    ok, why = verify(None, question, draft, quotes)
+    if not ok:
+        return False, why
+    words = content_words(draft, drop_generic=False) - content_words(question, drop_generic=False)
+    if len(words) < 2:
+        return False, "says nothing beyond the question"
+    known = content_words(" ".join(quotes), drop_generic=False)
+    share = len(words & known) / len(words)
+    if share < min_grounded:
+        return False, f"only {share:.0%} of its words are in the cited text"
+    return True, "ok"
