@@ -113,7 +113,7 @@ def text_answer(question: str, passages: list[dict]) -> dict | None:
     """{"answer", "citations", "supported": True, "related": []} from the sentence that answers ``question``,
     verified; None when no sentence of ``passages`` verifiably states it."""
     ask = ask_of(question)
-    if not ask.key:
+    if not ask.key and ask.kind != "table":
         return None
     cands = candidates(passages)
     if not cands:

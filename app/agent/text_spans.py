@@ -50,7 +50,8 @@ NOUNISH = {"amount", "value", "cost", "costs", "expense", "expenses", "revenue",
            "depreciation", "amortization", "amortisation", "earnings", "spending", "expenditure", "expenditures",
            "benefit", "benefits", "consideration", "proceeds", "deficit", "surplus", "receivable", "receivables",
            "payable", "payables", "inventory", "inventories", "backlog", "funding", "contribution", "contributions",
-           "allowance", "accrual", "accrued", "carrying", "fair", "paid", "spent", "recognized", "recognised"}
+           "allowance", "accrual", "accrued", "carrying", "fair", "paid", "spent", "recognized", "recognised",
+           "increase", "decrease", "decline", "change", "growth", "adjustment", "adjustments", "write-down"}
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Ask:
     key: set[str] = field(default_factory=set)  # its content-word stems (years and cue words out)
     multi: bool = False  # several values: "in 2019 and 2018 respectively", "What are ..."
     count_noun: str = ""  # "How many employees": the stem "employe"
+    question: str = ""
 
 
 def question_years(q: str) -> list[str]:
@@ -99,12 +101,18 @@ def ask_of(question: str) -> Ask:
         m = re.search(r"\bhow many\s+([a-z]+)", ql)
         noun = m.group(1) if m else ""
         kind = "duration" if noun in ("years", "months", "days", "weeks") else "count"
-        return Ask(kind, years, key, multi, stem(noun) if noun else "")
+        return Ask(kind, years, key, multi, stem(noun) if noun else "", q)
     elif re.search(r"\b(?:percentage|percent|proportion|%|rate|margin|ratio|share of)\b", ql) and not re.search(
             r"\bhow (?:is|was|are|were)\b", ql):
         kind = "percent"
+    elif re.search(r"\b(?:what|which) (?:does|do|did) the (?:following )?table (?:show|represent|present|provide|"
+                   r"illustrate|summari[sz]e|contain|display|reflect|set out|disclose)", ql):
+        kind = "table"
+        key = set()  # what the table shows is said by "the following table shows ..." or a caption ("... as follows:")
+    elif re.search(r"\bwhat (?:is|was|are|were) the (?:total )?number of\b", ql):
+        kind = "count"
     elif re.search(r"\bhow much\b|\brespective (?:values?|amounts?)\b", ql) or (
-            re.match(r"^(?:what|which)\s+(?:was|were|is|are|will be)\b", ql)
+            re.search(r"(?:^|,\s*)(?:what|which)\s+(?:was|were|is|are|will be)\b", ql)
             and NOUNISH & set(re.findall(r"[a-z]+", ql))) or re.search(r"\bwhat (?:amount|value|price)\b", ql):
         kind = "amount"
     elif re.match(r"^(?:what|which)\s+(?:are|were|\w+s\s+(?:are|were|did|do|does|have|has))\b", ql) or re.search(
@@ -118,7 +126,7 @@ def ask_of(question: str) -> Ask:
                                                    r"(?:[\w-]+\s+){0,6}?(?:determined|calculated|measured|"
                                                    r"estimated|defined|based|recognized|recorded|accounted)\b", ql):
         kind = "text"  # "What is fair value based on?": a description, not a figure
-    return Ask(kind, years, key, multi)
+    return Ask(kind, years, key, multi, question=q)
 
 
 def _strip(span: str) -> str:
@@ -277,7 +285,48 @@ def extract(ask: Ask, sentence: str) -> str | None:
     if ask.kind == "list":
         items = list_items(ask, s)
         return ", ".join(items[:-1]) + " and " + items[-1] if len(items) >= 2 else _strip(s)
-    return _strip(s)
+    if ask.kind == "table":
+        m = TABLE_LEAD.search(s)
+        if m:
+            return _strip(s[m.end():])
+        m = re.match(r"^(?:the\s+)?(.{8,}?)\s+(?:is|are|was|were)\s+(?:summari[sz]ed\s+|presented\s+|shown\s+)?"
+                     r"(?:as\s+follows|below)\b", s, re.I)
+        if m:
+            return _strip(m.group(1))
+        return _strip(s) if s.rstrip().endswith(":") else None  # a caption: "Cash provided by ... 2017:"
+    return after_anchor(ask, s) or _strip(s)
+
+
+TABLE_LEAD = re.compile(r"\b(?:the )?(?:following |above |below )?tables?\b[^.;]{0,40}?\b(?:shows?|sets? (?:forth|out)|"
+                        r"presents?|provides?|summari[sz]es?|illustrates?|reflects?|contains?|details?|displays?|"
+                        r"discloses?|includes?|represents?|lists?)[\s,]+(?:the\s+(?:following|components|details)\s+of\s+)?",
+                        re.I)
+ANCHOR = re.compile(r"\b([a-z]{3,}(?:ed|en|es|s)?)\s+(to|with|by|as|from|into|for|on|in)\s*\??$")
+CLAUSE_END = re.compile(r";|,\s+(?:while|whereas|but|therefore|however)\b|\.\s")
+
+
+def after_anchor(ask: Ask, sentence: str) -> str | None:
+    """For "What is the company's involvement limited to?" / "Who approved the statements?": the words after
+    the question's closing verb and preposition in the sentence ("limited to ...", "approved by ..."), up to
+    the end of that clause; None when the sentence does not have that wording."""
+    q = ask.question.lower().strip()
+    m = ANCHOR.search(q)
+    if m:
+        verb, prep = m.group(1), m.group(2)
+    else:
+        w = re.match(r"^who\s+(?:has\s+|have\s+|had\s+)?([a-z]{3,}ed)\b", q)
+        if not w:
+            return None
+        verb, prep = w.group(1), "by"
+    hit = re.search(rf"\b{re.escape(stem(verb))}[a-z]*\s+{prep}\s+", sentence, re.I)
+    if not hit:
+        return None
+    tail = sentence[hit.end():] if prep == "by" else sentence[hit.end() - len(prep) - 1:]
+    tail = CLAUSE_END.split(tail, maxsplit=1)[0]
+    if prep == "by":
+        tail = re.split(r"\s+(?:on|in|at|during)\s+(?:\d|[A-Z][a-z]+ \d)|\s+and\s+(?=[a-z]+ed\b)", tail, maxsplit=1)[0]
+    tail = _strip(tail)
+    return tail if len(tail.split()) >= 1 else None
 
 
 def list_items(ask: Ask, sentence: str) -> list[str]:

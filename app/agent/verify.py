@@ -145,7 +145,7 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     weights = weights or {}
     total = sum(weights.get(k, 1.0) for k in key)
     cov = sum(weights.get(k, 1.0) for k in shared) / total if total else 0.0
-    if len(shared) < min(2, len(key)) or cov < min_coverage:
+    if key and (len(shared) < min(2, len(key)) or cov < min_coverage):
         return False, f"{len(shared)} of {len(key)} key terms of the question"
     if ask.years:
         named = set(re.findall(r"(?<!\d)(?:19|20)\d{2}(?!\d)", quote))
