@@ -284,14 +284,24 @@ EVIDENCE_CELLS = [
 ]
 
 
+# the statement each evidence page prints (a segment table is no primary statement)
+EVIDENCE_KIND = {(0, 37): "income_statement", (0, 39): "balance_sheet", (1, 37): "income_statement",
+                 (6, 51): "balance_sheet", (7, 39): "income_statement", (9, 41): "cash_flow", (13, 67): "balance_sheet",
+                 (14, 37): "balance_sheet", (18, 51): "income_statement", (19, 39): "income_statement",
+                 (19, 41): "cash_flow", (20, 44): "balance_sheet", (22, 37): ""}
+
+
 def _letters(s: str) -> str:
     return re.sub(r"[^a-z]", "", str(s or "").lower())
 
 
-def cell_found(tables, label: str, year: int, months: int | None, value: float) -> str:
-    """"ok", or what is missing: "row", "period" (row found, no column of that period) or "value"."""
+def cell_found(tables, label: str, year: int, months: int | None, value: float, kind: str | None = None,
+               scale: str | None = None) -> str:
+    """"ok", or what is missing: "row", "period" (row found, no column of that period), "value", "kind" (the
+    table is not classified as the statement it is) or "scale" (its scale is not the one the filing states)."""
     want = _letters(label)
     best = "row"
+    found = ""
     for t in tables:
         rows = [i for i, m in enumerate(t.row_meta) if _letters(m.label) == want] if t.row_meta else []
         if not rows:
@@ -303,8 +313,13 @@ def cell_found(tables, label: str, year: int, months: int | None, value: float) 
             continue
         best = "value"
         if any(t.rows[i][j] is not None and abs(abs(t.rows[i][j]) - value) < 0.5 for i in rows for j in cols):
-            return "ok"
-    return best
+            if kind is not None and t.statement != kind:
+                found = found or "kind"
+            elif scale is not None and t.scale != scale:
+                found = found or "scale"
+            else:
+                return "ok"
+    return found or best
 
 
 def bench_evidence(limit: int | None) -> None:
@@ -318,20 +333,26 @@ def bench_evidence(limit: int | None) -> None:
     by_doc: dict[str, list] = {}
     for item in EVIDENCE_CELLS[:limit]:
         by_doc.setdefault(questions[item[0]]["doc_name"], []).append(item)
-    cells_ok, per_q = 0, {}
+    from ingest.table_rows import find_scale
+
+    cells_ok, cells_loose, per_q = 0, 0, {}
     for doc, items in by_doc.items():
         _, typed = _typed_tables(folder / "pdfs" / f"{doc}.pdf")
         for qi, page0, label, year, months, value in items:
             on_page = [t for t in typed if t.page == page0 + 1]
-            got = cell_found(on_page, label, year, months, value)
+            evidence = next(e["evidence_text"] for e in questions[qi]["evidence"] if e["evidence_page_num"] == page0)
+            got = cell_found(on_page, label, year, months, value, EVIDENCE_KIND.get((qi, page0)), find_scale(evidence))
+            loose = cell_found(on_page, label, year, months, value)
+            cells_loose += loose == "ok"
             cells_ok += got == "ok"
             per_q.setdefault(qi, []).append(got == "ok")
             print(f"q{qi} {doc} page {page0} (0-based): {label!r} {year}{f' {months}M' if months else ''} = {value}: "
                   f"{got if got == 'ok' else 'no ' + got} ({len(on_page)} tables on the page)", flush=True)
     n = sum(len(v) for v in by_doc.values())
     q_ok = sum(all(v) for v in per_q.values())
-    print(f"\nevidence cells (row label + period column + value on the evidence page): {cells_ok}/{n}; "
-          f"questions with every needed cell: {q_ok}/{len(per_q)}")
+    print(f"\nevidence cells (row label + period column + value on the evidence page): {cells_loose}/{n}; "
+          f"and in a table of the right statement kind and scale: {cells_ok}/{n}; "
+          f"questions with every needed cell (kind and scale too): {q_ok}/{len(per_q)}")
 
 
 # ---- parse speed ----------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.table_layout import Layout, Line, Segment
+from ingest.table_rows import find_scale
 
 MIN_ROWS = 3  # multi-segment lines a block needs
+SCALE_LOOKBACK = 30  # lines above a table searched for its scale when its own caption states none
 WRAPS = re.compile(r"(,|\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|including|excluding|net))\s*$",
                    re.I)
 
@@ -82,31 +84,50 @@ def _blocks(layout: Layout) -> list[list[int]]:
     return [b for b in blocks if sum(len(lines[i].segments) >= 2 for i in b) >= MIN_ROWS]
 
 
-def _columns(lines: list[Line]) -> list[tuple[float, float]]:
-    """Column x-ranges from the whitespace between segments of multi-segment lines."""
-    segs = [s for ln in lines if len(ln.segments) >= 2 for s in ln.segments]
-    if not segs:
-        return []
-    events = sorted((s.x0, s.x1) for s in segs)
+def _project(segs: list[Segment]) -> list[list[float]]:
     cols: list[list[float]] = []
-    for x0, x1 in events:
+    for x0, x1 in sorted((s.x0, s.x1) for s in segs):
         if cols and x0 <= cols[-1][1] + 0.5:
             cols[-1][1] = max(cols[-1][1], x1)
         else:
             cols.append([x0, x1])
+    return cols
+
+
+def _has_value(ln: Line) -> bool:
+    return any(s.numeric and not _yearish(s.text) for s in ln.segments[1:])
+
+
+def _columns(lines: list[Line]) -> list[tuple[float, float]]:
+    """Column x-ranges from the whitespace between segments of multi-segment lines. Lines with values set the
+    columns when there are enough of them: a text line across two of them (a group header such as "Three
+    Months Ended December 31," over its two years) spans them rather than fusing them; text segments in no
+    column of theirs (a text-only column) are added."""
+    multi = [ln for ln in lines if len(ln.segments) >= 2]
+    segs = [s for ln in multi for s in ln.segments]
+    if not segs:
+        return []
+    data = [ln for ln in multi if _has_value(ln)]
+    if len(data) >= 2:
+        cols = _project([s for ln in data for s in ln.segments])
+        if len(cols) >= 2:
+            rest = [s for ln in multi if ln not in data for s in ln.segments
+                    if not any(min(s.x1, c[1]) - max(s.x0, c[0]) > 0 for c in cols)]
+            cols = sorted(cols + _project(rest))
+            merged: list[list[float]] = []
+            for c in cols:
+                if merged and c[0] <= merged[-1][1] + 0.5:
+                    merged[-1][1] = max(merged[-1][1], c[1])
+                else:
+                    merged.append(list(c))
+            return [(a, b) for a, b in merged]
+    cols = _project(segs)
     if len(cols) >= 2:
         return [(a, b) for a, b in cols]
     # one segment bridged every gap: retry without the widest segments (spanning headers, long labels)
     widths = sorted((s.x1 - s.x0) for s in segs)
     cap = widths[int(0.9 * (len(widths) - 1))]
-    narrow = [s for s in segs if s.x1 - s.x0 <= cap]
-    cols = []
-    for x0, x1 in sorted((s.x0, s.x1) for s in narrow):
-        if cols and x0 <= cols[-1][1] + 0.5:
-            cols[-1][1] = max(cols[-1][1], x1)
-        else:
-            cols.append([x0, x1])
-    return [(a, b) for a, b in cols]
+    return [(a, b) for a, b in _project([s for s in segs if s.x1 - s.x0 <= cap])]
 
 
 def _overlap(s: Segment, col: tuple[float, float]) -> float:
@@ -151,7 +172,15 @@ def _caption(layout: Layout, first: int) -> tuple[str, str]:
     above.reverse()
     captions = [t for t in above if not (t.startswith("(") and t.endswith(")")) and len(t) < 160]
     title = captions[-1] if captions else (above[-1] if above else "")
-    return title, "\n".join(above[-4:])  # one caption per line: a statement's title is a line of its own
+    context = "\n".join(above[-4:])  # one caption per line: a statement's title is a line of its own
+    if not find_scale(context):
+        # the scale stated once higher up ("(MILLIONS)" under the page head, "... as follows (in millions):"
+        # a paragraph above): the nearest such line on the page goes first, the farthest from the table
+        for k in range(i, max(-1, i - SCALE_LOOKBACK), -1):
+            if k >= 0 and len(layout.lines[k].text) < 400 and find_scale(layout.lines[k].text):
+                context = layout.lines[k].text.strip() + "\n" + context
+                break
+    return title, context
 
 
 def _is_data_line(ln: Line, cols: list[tuple[float, float]]) -> bool:
@@ -167,15 +196,31 @@ def _yearish(t: str) -> bool:
     return len(t) == 4 and t.isdigit() and t[:2] in ("19", "20")
 
 
+def _numeric_columns(data: list[list[str | None]], width: int) -> set[int]:
+    """Value columns: most of their filled data cells are numbers (empty set when the table has no text column)."""
+    from ingest.table_layout import is_numeric_text
+
+    out = set()
+    for j in range(1, width):
+        cells = [r[j] for r in data if r[j]]
+        if cells and sum(is_numeric_text(c) for c in cells) * 2 > len(cells):
+            out.add(j)
+    return out if len(out) < width - 1 else set()
+
+
 def _spread_group_headers(rows, lines: list[Line], cols, data_start: int) -> None:
     """A header line of group titles ("Years Ended December 31," or "Three Months Ended | Six Months Ended")
-    is often narrower than the columns it heads: each empty value column takes the nearest title."""
+    is often narrower than the columns it heads: each empty value column takes the nearest title. A title over
+    a text column (a "Location of Gain (Loss)" column between the labels and the numbers) heads that one only."""
+    numeric = _numeric_columns(rows[data_start:], len(cols))
     for k in range(min(data_start, len(rows))):
         segs = [s for s in lines[k].segments if s.x0 > cols[0][1] and not s.numeric]
         if not segs or len(segs) != len(lines[k].segments) or all(rows[k][j] for j in range(1, len(cols))):
             continue
+        if numeric and not any(rows[k][j] is not None for j in numeric):
+            continue
         for j in range(1, len(cols)):
-            if rows[k][j] is None:
+            if rows[k][j] is None and (not numeric or j in numeric):
                 centre = (cols[j][0] + cols[j][1]) / 2
                 near = min(segs, key=lambda s: abs((s.x0 + s.x1) / 2 - centre))
                 rows[k][j] = near.text

@@ -299,7 +299,9 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     if not body:
         return None
     note_text = " ".join(str(n) for n in notes + labels if n)
-    scale = find_scale(note_text)
+    # the table's own captions first; the lines above it (which may reach a paragraph higher up) last
+    own = " ".join(str(n) for n in [notes[0]] + notes[2:] + labels if n)
+    scale = find_scale(own) or find_scale(str(raw.context or ""))
     header_currency = next((code for sym, code in CURRENCIES.items() if sym != "$" and sym in note_text), "")
     header_currency = header_currency or ("USD" if USD_WORDS.search(note_text) else "") or sym_currency
     numeric = []

@@ -1,0 +1,97 @@
+"""Borderless columns in real PDFs (generated with reportlab): a group header over two period columns does not
+fuse them, a text column between labels and numbers keeps its own header, and a scale stated once higher up
+the page reaches a table whose own caption states none."""
+from __future__ import annotations
+
+from reportlab.lib.pagesizes import letter
+from reportlab.pdfgen import canvas
+
+from ingest.parsers.pdf import parse_pdf
+from ingest.tables import build_typed_table
+
+
+def write_grouped_pdf(path):
+    """Derivative gains by the line of the income statement they hit: label, a text column, then two period
+    groups of two columns each, amounts printed with a '$' far left of the number."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica", 8)
+    c.drawString(40, 750, "The following table shows the gains and losses of our derivative instruments:")
+    c.drawCentredString(215, 722, "Location of Gain / (Loss)")
+    c.drawCentredString(345, 710, "Three Months Ended December 31,")
+    c.drawCentredString(510, 710, "Six Months Ended December 31,")
+    c.drawString(40, 698, "($ in millions)")
+    values = (340, 420, 505, 585)
+    for x, year in zip(values, ("2022", "2021", "2022", "2021")):
+        c.drawRightString(x - 20, 698, year)
+    rows = [("Commodity contracts", "Cost of sales", ("$(4)", "$6", "$(2)", "$12")),
+            ("Forward exchange contracts", "Net sales", ("(1)", "—", "(1)", "—")),
+            ("Treasury locks", "Interest expense", ("—", "—", "(1)", "(1)")),
+            ("Total", "", ("$(5)", "$6", "$(4)", "$11"))]
+    y = 682
+    for label, location, cells in rows:
+        c.drawString(40, y, label)
+        c.drawCentredString(215, y, location)
+        for x, v in zip(values, cells):
+            if v.startswith("$"):
+                c.drawString(x - 74, y, "$")
+                v = v[1:]
+            c.drawRightString(x, y, v)
+        y -= 12
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_group_headers_span_their_period_columns_without_fusing_them(tmp_path):
+    parsed = parse_pdf(write_grouped_pdf(tmp_path / "derivatives.pdf"))
+    typed = [build_typed_table(r) for r in parsed.tables]
+    assert len(typed) == 1
+    t = typed[0]
+    values = [c for c in t.columns if c.role == "value"]
+    assert [c.period for c in values] == ["3M 2022-12-31", "3M 2021-12-31", "6M 2022-12-31", "6M 2021-12-31"]
+    text = [c for c in t.columns if c.role == "text"]
+    assert len(text) == 1 and text[0].label == "Location of Gain / (Loss)"
+    assert all("Location" not in c.label for c in values)  # its header is not spread over the numbers
+    rows = {r[0]: r[1:] for r in t.rows}
+    assert rows["Commodity contracts"] == ["Cost of sales", -4.0, 6.0, -2.0, 12.0]
+    assert rows["Total"][1:] == [-5.0, 6.0, -4.0, 11.0]
+    assert t.scale == "millions"
+
+
+def write_scale_above_pdf(path):
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica", 9)
+    c.drawString(72, 750, "NOTES TO CONDENSED CONSOLIDATED FINANCIAL STATEMENTS")
+    c.drawString(72, 738, "(MILLIONS, EXCEPT PER SHARE DATA)")
+    prose = ["Revenues by product are presented below. The amounts of the prior period were recast to the new",
+             "segments; products are grouped by their primary indication. Alliance revenues are recorded net",
+             "of the partner's share. Products sold under collaboration agreements are included where we",
+             "record the sale. Amounts may not add due to rounding, and percentages are computed on the",
+             "unrounded amounts. See the Revenues section of MD&A for an analysis of the changes."]
+    y = 714
+    for line in prose:
+        c.drawString(72, y, line)
+        y -= 12
+    y -= 16
+    c.drawRightString(420, y, "2023")
+    c.drawRightString(500, y, "2022")
+    y -= 14
+    for label, a, b in [("Ruxience", "100", "113"), ("Xalkori", "86", "118"), ("Retacrit", "87", "106"),
+                        ("Aromasin", "72", "59")]:
+        c.drawString(72, y, label)
+        c.drawRightString(420, y, a)
+        c.drawRightString(500, y, b)
+        y -= 12
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_scale_stated_once_higher_up_the_page_reaches_the_table(tmp_path):
+    parsed = parse_pdf(write_scale_above_pdf(tmp_path / "notes.pdf"))
+    typed = [build_typed_table(r) for r in parsed.tables]
+    assert len(typed) == 1
+    t = typed[0]
+    assert t.scale == "millions"
+    assert [c.unit for c in t.columns if c.role == "value"] == ["millions", "millions"]
+    assert t.rows[0] == ["Ruxience", 100.0, 113.0]
