@@ -146,14 +146,26 @@ def _header_lines(layout: Layout, first: int, cols: list[tuple[float, float]], l
     """How many lines directly above the block are its column headers."""
     lines = layout.lines
     value_left = cols[1][0] if len(cols) > 1 else cols[0][0]
-    n, i = 0, first - 1
-    while i >= 0 and n < 4:
+    reach = value_left - 0.5 * (value_left - left)
+
+    def close(i: int) -> bool:
         ln, below = lines[i], lines[i + 1]
-        if below.top - ln.bottom > 1.8 * max(ln.height, below.height) + 2:
-            break
-        over_values = all(s.x0 >= value_left - 0.5 * (value_left - left) for s in ln.segments)
-        short = (ln.x1 - ln.x0) < 0.9 * full
-        if not (over_values and short) and not (len(ln.segments) >= 2 and ln.n_numeric >= 1):
+        return below.top - ln.bottom <= 1.8 * max(ln.height, below.height) + 2
+
+    def heading(ln: Line) -> bool:
+        over_values = all(s.x0 >= reach for s in ln.segments)
+        return (over_values and (ln.x1 - ln.x0) < 0.9 * full) or (len(ln.segments) >= 2 and ln.n_numeric >= 1)
+
+    n, i = 0, first - 1
+    while i >= 0 and n < 4 and close(i):
+        ln = lines[i]
+        if not heading(ln):
+            # a section row ("Operating activities") between the column headers and the first row
+            if n == 0 and i > 0 and len(ln.segments) == 1 and ln.segments[0].x0 < reach \
+                    and (ln.x1 - ln.x0) < 0.6 * full and close(i - 1) and heading(lines[i - 1]) \
+                    and all(s.x0 >= reach for s in lines[i - 1].segments):
+                n, i = n + 1, i - 1
+                continue
             break
         n, i = n + 1, i - 1
     return n

@@ -16,7 +16,7 @@ DASH_CELL = {"-", "—", "–", "−", "--", "—-", "n/a", "N/A", "nm", "NM", "
 
 def is_numeric_text(s: str) -> bool:
     s = s.strip().replace(" ", "")
-    if s in DASH_CELL:
+    if s in DASH_CELL or (s[:1] in "$€£¥" and s[1:] in DASH_CELL):
         return True
     return bool(s) and any(ch.isdigit() for ch in s) and bool(NUMERIC.match(s))
 

@@ -66,6 +66,10 @@ NOT_A_TITLE = re.compile(
     r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact)\b", re.I)
 
 
+SUMMARY = re.compile(r"\b(selected|highlights?|summary|quarterly|non[\s-]?gaap|reconciliation|segments?|"
+                     r"adjusted|pro\s+forma|guidance|outlook)\b", re.I)
+
+
 def statement_title(line: str) -> str:
     """The statement kind a caption line names when the line is a statement's own title ("CONSOLIDATED
     STATEMENTS OF CASH FLOWS", "Amcor plc - Condensed Consolidated Balance Sheets (Unaudited)"), else ""."""
@@ -91,6 +95,8 @@ def classify_statement(title: str, context: str, labels: list[str], captions: li
         kind = statement_title(line)
         if kind:
             return kind
+    if any(SUMMARY.search(line) for line in lines[-3:]):
+        return ""  # selected data, highlights, quarterly data, reconciliations: the statement is elsewhere
     if len(labels) >= 10 and has_periods:
         for kind, _, row_rx in STATEMENTS:
             if row_rx is not None and sum(bool(row_rx.search(lb.strip())) for lb in labels) >= 4:

@@ -55,6 +55,8 @@ def parse_number(cell: Cell) -> ParsedNumber | None:
             currency, s = code, s.replace(sym, "")
     if s.upper().startswith("USD"):
         currency, s = "USD", s[3:]
+    if s.strip() in DASHES and currency:
+        return ParsedNumber(None, currency)  # "$-", "$ —": an explicit blank
     percent = s.endswith("%")
     s = s.rstrip("%").replace(" ", "")
     if s.startswith(("−", "–")):
@@ -159,9 +161,15 @@ def _header_like(row: list[Cell]) -> bool:
     return bool(filled) and all(_is_text(c) or periodish(c) for c in filled)
 
 
+FOOTNOTE_MARK = re.compile(r"^(\([a-z]\)|\[[a-z0-9]\]|[*†‡§])+$", re.I)
+
+
 def _clean(cell: Cell) -> Cell:
+    """Whitespace normalised; a cell holding only footnote marks ("(a)", "(a)(b)", "*") is empty: the marks
+    printed beside numbers in cells of their own must not make a number column text."""
     if isinstance(cell, str):
-        return "\n".join(" ".join(part.split()) for part in cell.split("\n")).strip()
+        cell = "\n".join(" ".join(part.split()) for part in cell.split("\n")).strip()
+        return "" if FOOTNOTE_MARK.match(cell) else cell
     return cell
 
 
@@ -214,8 +222,9 @@ def _caption_header_rows(header: list[list[Cell]], notes: list) -> list[str]:
     out = []
     for h in header:
         text = _spanning_text(h)
+        across = sum(not blank(c) for c in h) >= 2  # over one column it is that column's header
         if text and not PERIOD_WORDS.search(text) and (find_scale(text) or re.fullmatch(r"\(.*\)", text)
-                                                       or statement_title(text)):
+                                                       or (across and statement_title(text))):
             notes.append(text)
             out.append(text)
             for j in range(len(h)):
@@ -256,11 +265,14 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     unit and scale, row labels with their section and totals. None if the table has no data rows."""
     given = raw.indents if raw.indents and len(raw.indents) == len(raw.rows) else [None] * len(raw.rows)
     rows, indents = [], []
-    for r, ind in zip(raw.rows, given):
+    head_kept = 0  # rows kept of the parser's header rows (rows of footnote marks alone are dropped)
+    for i, (r, ind) in enumerate(zip(raw.rows, given)):
+        r = [_clean(c) for c in r]
         if any(not blank(c) for c in r):
-            parts = split_merged_rows([[_clean(c) for c in r]], _is_number)
+            parts = split_merged_rows([r], _is_number)
             rows += parts
             indents += [ind] * len(parts)
+            head_kept += len(parts) if raw.header_rows and i < raw.header_rows else 0
     if len(rows) < 2:
         return None
     rows, sym_currency = drop_empty_columns(rows)
@@ -273,7 +285,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     width = len(rows[0])
     has_numbers = any(_is_number(c) for r in rows[1:] for c in r[1:])
     if raw.header_rows:
-        n_head = max(0, min(raw.header_rows - n_title, len(rows) - 1))
+        n_head = max(0, min(head_kept - n_title, len(rows) - 1))
     else:
         n_head = 0
         while n_head < len(rows) - 1 and _header_like(rows[n_head]) and n_head < (4 if has_numbers else 1):
@@ -314,6 +326,8 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     label_col = 0 if not numeric[0] else None
     value_cols = [j for j in range(width) if numeric[j]]
     period_context = " ".join(str(n) for n in notes if n)
+    if labels and labels[0] and PERIOD_WORDS.search(labels[0]):
+        period_context += " " + labels[0]  # "Year Ended June 30," printed over the row labels
     periods = {j: parse_period(labels[j], period_context) for j in value_cols}
     if not any(periods.values()):
         for j, header in _caption_periods(labels, value_cols, period_context).items():
@@ -379,6 +393,9 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     table_unit = " ".join(x for x in (header_currency, scale) if x)
     statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas], captions,
                                    has_periods=any(c.period for c in columns))
+    if statement and not statement_title(title):  # "$ in millions (unaudited)" under the statement's title
+        named = [ln for ln in str(raw.context or "").splitlines()[-4:] + captions if statement_title(ln) == statement]
+        title = " ".join(named[-1].split()) if named else title
     return TypedTable(title or "table", raw.page, table_unit, columns, typed_rows,
                       section=" ".join(str(raw.context or "").split())[:300],
                       statement=statement, scale=scale, currency=header_currency, bbox=raw.bbox, row_meta=metas)

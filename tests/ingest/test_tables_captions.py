@@ -155,3 +155,40 @@ def test_wrapped_label_keeps_the_statement_whole_with_its_title(tmp_path):
     label = "Changes in operating assets and liabilities, excluding effect of acquisitions, divestitures, and currency"
     assert rows[label] == [-265.0, -207.0, -120.0]
     assert rows["Net cash used in investing activities"] == [-496.0, -509.0, -470.0]
+
+
+def test_footnote_marks_and_currency_dashes_leave_numbers_numbers():
+    """Selected financial data with footnote marks in cells of their own and a row of marks under the years."""
+    rows = [
+        ["Year Ended June 30,", "2016", None, "2015", None, "2014 (d)"],
+        [None, "(a)", "(a)", "(a)", "(a)", "(a)"],
+        ["Revenue", "$85,320", None, "$93,580", None, "$86,833"],
+        [None, None, "(a)", None, None, None],
+        ["Gross margin", "$52,540", None, "$60,542", None, "$59,755"],
+        ["Operating income", "20,182", "(b)", "18,161", "(c)", "27,759"],
+        ["Restructuring", "$-", None, "$ —", None, "(1)"],
+    ]
+    t = build_typed_table(RawTable(28, "FINANCIAL HIGHLIGHTS", rows, context="(In millions, except per share data)",
+                                   header_rows=2))
+    values = [c for c in t.columns if c.role == "value"]
+    assert [c.period for c in values] == ["2016", "2015", "2014"]
+    assert all(c.sql_type == "REAL" and c.period_months == 12 for c in values)
+    assert [r[0] for r in t.rows] == ["Revenue", "Gross margin", "Operating income", "Restructuring"]
+    assert t.rows[0][1:] == [85320.0, 93580.0, 86833.0] and t.rows[3][1:] == [None, None, -1.0]
+    assert t.statement == ""  # highlights: the income statement is elsewhere
+
+
+def test_a_column_header_naming_a_statement_is_no_statement_title():
+    rows = [
+        [None, None, "Gain (Loss) Recognized", "Gain (Loss) Recognized"],
+        [None, None, "Three Months Ended", "Three Months Ended"],
+        [None, "Statement of Earnings", None, None],
+        [None, "Location", "July 29, 2023", "July 30, 2022"],
+        ["Interest rate swap contracts", "Interest expense", "$(10)", "$14"],
+        ["Total", None, "$-", "$-"],
+    ]
+    t = build_typed_table(RawTable(11, "Effects of our derivative instruments on our Condensed Consolidated Statements "
+                                       "of Earnings were as follows ($ in millions):", rows, header_rows=4))
+    assert t.statement == ""
+    assert t.columns[1].label == "Statement of Earnings Location"
+    assert [c.period for c in t.columns[2:]] == ["3M 2023-07-29", "3M 2022-07-30"]

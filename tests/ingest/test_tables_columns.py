@@ -95,3 +95,37 @@ def test_scale_stated_once_higher_up_the_page_reaches_the_table(tmp_path):
     assert t.scale == "millions"
     assert [c.unit for c in t.columns if c.role == "value"] == ["millions", "millions"]
     assert t.rows[0] == ["Ruxience", 100.0, 113.0]
+
+
+def write_section_under_header_pdf(path):
+    """A cash-flow statement whose first row is a section heading right under the column headers."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica", 9)
+    c.drawString(72, 750, "Table of Contents")
+    c.drawString(72, 736, "Condensed Consolidated Statements of Cash Flows")
+    c.drawString(72, 724, "$ in millions (unaudited)")
+    c.drawCentredString(460, 700, "Six Months Ended")
+    c.drawRightString(440, 688, "July 29, 2023")
+    c.drawRightString(520, 688, "July 30, 2022")
+    y = 674
+    for label, a, b in [("Operating activities", None, None), ("Net earnings", "$518", "$647"),
+                        ("Depreciation and amortization", "473", "453"), ("Restructuring charges", "(16)", "35"),
+                        ("Total cash provided by operating activities", "1,024", "1,187")]:
+        c.drawString(72, y, label)
+        if a:
+            c.drawRightString(440, y, a)
+            c.drawRightString(520, y, b)
+        y -= 12
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_section_row_under_the_headers_keeps_them_in_the_table(tmp_path):
+    parsed = parse_pdf(write_section_under_header_pdf(tmp_path / "cash.pdf"))
+    typed = [build_typed_table(r) for r in parsed.tables]
+    assert len(typed) == 1
+    t = typed[0]
+    assert t.statement == "cash_flow" and t.title == "Condensed Consolidated Statements of Cash Flows"
+    assert [c.period for c in t.columns if c.role == "value"] == ["6M 2023-07-29", "6M 2022-07-30"]
+    assert t.row_meta[0].label == "Net earnings" and t.row_meta[0].parent == "Operating activities"
