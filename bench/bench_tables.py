@@ -176,8 +176,8 @@ def bench_icdar(limit: int | None) -> None:
 
 # ---- periods on real filings ----------------------------------------------------------------------
 PRIMARY = ("income_statement", "balance_sheet", "cash_flow")
-PERIOD_HEADER = re.compile(r"(?<![\d.,$])(19|20)\d\d(?![\d,])|\b(FY|Q[1-4]|[1-4]Q)\s*'?\d\d|\b(jan|feb|mar|apr|may|jun|"
-                           r"jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|\bfiscal\s+(19|20)\d\d", re.I)
+# a value-column header that names a period by itself: a year, FY/Q with its year ("Dec 31" alone does not)
+PERIOD_HEADER = re.compile(r"(?<![\d.,$])(19|20)\d\d(?![\d,])|\b(FY|Q[1-4]|[1-4]Q)\s*'?\d\d\b", re.I)
 
 
 def _doc_types() -> dict[str, str]:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from ingest.parsers import Cell, RawTable
 from ingest.table_grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
 from ingest.table_periods import parse_period
-from ingest.table_rows import RowMeta, classify_statement, find_scale, row_meta, statement_title
+from ingest.table_rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
 
 DASHES = {"-", "—", "–", "−", "--", "n/a", "na", "n.a.", "nm", "*"}
 NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")
@@ -358,11 +358,15 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     for j in range(width):
         cells = [r[j] for r in body]
         parsed = [parse_number(c) for c in cells if not blank(c)]
-        unit, currency = "", ""
+        unit, currency, col_scale = "", "", scale
         per = periods.get(j)
         if numeric[j]:
             if any(p and p.percent for p in parsed) or "%" in labels[j]:
-                unit = "%"
+                unit, col_scale = "%", ""
+            elif PER_SHARE.search(labels[j]):  # an "EPS (Diluted)" column is never in millions
+                currency = next((p.currency for p in parsed if p and p.currency), "") or header_currency
+                money = "cents" if re.search(r"\bcents?\b", labels[j], re.I) else currency
+                unit, col_scale = " ".join(x for x in (money, "per share") if x), ""
             else:
                 currency = next((p.currency for p in parsed if p and p.currency), "") or header_currency
                 unit = " ".join(x for x in (currency, scale) if x)
@@ -378,7 +382,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
         columns.append(ColumnSpec(
             name, labels[j], "REAL" if numeric[j] else "TEXT", unit, role,
             per.key if per else "", per.end if per else "", per.months if per else 0, per.year if per else 0,
-            per.quarter if per else 0, scale if numeric[j] and unit != "%" else "", currency))
+            per.quarter if per else 0, col_scale if numeric[j] else "", currency))
     typed_rows = []
     for r in body:
         out = []

@@ -192,3 +192,15 @@ def test_a_column_header_naming_a_statement_is_no_statement_title():
     assert t.statement == ""
     assert t.columns[1].label == "Statement of Earnings Location"
     assert [c.period for c in t.columns[2:]] == ["3M 2023-07-29", "3M 2022-07-30"]
+
+
+def test_a_per_share_column_is_not_in_millions():
+    rows = [
+        [None, "EBITDA", "Net Income", "EPS (Diluted US cents)"],
+        ["Net income attributable to Amcor", "805", "805", "52.9"],
+        ["Adjusted", "2,018", "1,048", "70.5"],
+    ]
+    t = build_typed_table(RawTable(11, "Reconciliation", rows, context="($ million)", header_rows=1))
+    cols = {c.label: c for c in t.columns}
+    assert cols["EBITDA"].scale == "millions" and cols["EBITDA"].unit == "USD millions"
+    assert cols["EPS (Diluted US cents)"].scale == "" and cols["EPS (Diluted US cents)"].unit == "cents per share"
