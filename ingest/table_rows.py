@@ -63,7 +63,8 @@ def find_scale(text: str) -> str:
 NOT_A_TITLE = re.compile(
     r"\b(following|table|tables|effects?|included|includes|including|presented|presents|recognized|location|"
     r"related|information|supplemental|see|notes?\s+to|reported|classified|within|line\s+items?|our|we|was|were|"
-    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact)\b", re.I)
+    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact|analysis|discussion|selected|changes\s+in\s+(?!"
+    r"(stockholders|shareholders|shareowners|equity)))\b", re.I)
 
 
 SUMMARY = re.compile(r"\b(selected|highlights?|summary|quarterly|non[\s-]?gaap|reconciliation|segments?|"

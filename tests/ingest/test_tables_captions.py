@@ -17,11 +17,12 @@ def test_statement_titles_are_caption_lines_not_sentences():
     assert statement_title("Condensed Consolidated Balance Sheets (Unaudited)") == "balance_sheet"
     assert statement_title("U.S. GAAP Condensed Consolidated Statements of Income (Unaudited)") == "income_statement"
     assert statement_title("Consolidated Statements of Equity") == "equity"
+    assert statement_title("Consolidated Statements of Changes in Shareholders' Equity") == "equity"
     for sentence in ["The following tables provide the effects of derivative instruments on the consolidated "
                      "statements of income:",
                      "Supplemental balance sheet information related to our leases was as follows ($ in millions):",
                      "Effects of our derivative instruments on our Consolidated Statements of Earnings",
-                     "Balance sheets:"]:
+                     "Balance sheets:", "ANALYSIS OF THE CONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS"]:
         assert statement_title(sentence) == "", sentence
 
 
