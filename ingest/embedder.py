@@ -40,12 +40,14 @@ class Embedder:
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
 
-    def encode(self, texts: list[str], release_pool: bool = True) -> np.ndarray:
+    def encode(self, texts: list[str], release_pool: bool = True, busy_cores: int = 0) -> np.ndarray:
         """Unit-norm embeddings. ``release_pool=False`` keeps this thread's OpenMP pool for the next batch (the
-        ingest thread encodes batch after batch; it calls ``release_thread_pool`` itself when the job ends)."""
+        ingest thread encodes batch after batch; it calls ``release_thread_pool`` itself when the job ends).
+        ``busy_cores``: cores other work of ours keeps busy meanwhile (the ingest parser); the OpenMP team is
+        that much smaller, so no team member waits at every barrier for a core the parser holds."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock, _single_thread(len(texts) <= SMALL_ENCODE):
+        with self._lock, _thread_cap(1 if len(texts) <= SMALL_ENCODE else None, busy_cores):
             vecs = self.model.encode(
                 texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
                 show_progress_bar=False,
@@ -57,20 +59,23 @@ class Embedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-class _single_thread:
-    """Run a query's encode without an OpenMP team (this thread's ICV only; other threads keep theirs). A
-    team of 2 waits at every barrier for whichever thread the OS has parked: on this project's 2-core box
-    under load (load average 24) one query took 3.3 s with the team and 0.2 s without; unloaded, a short
-    query gains little from a second thread anyway."""
+class _thread_cap:
+    """Cap this thread's OpenMP team (this thread's ICV only; other threads keep theirs). A search query runs
+    without a team: a team of 2 waits at every barrier for whichever thread the OS has parked; on this
+    project's 2-core box under load (load average 24) one query took 3.3 s with the team and 0.2 s without;
+    unloaded, a short query gains little from a second thread anyway. Ingest batches run one thread short of
+    the team for each core the parser keeps busy beside them."""
 
-    def __init__(self, on: bool):
-        self.lib = _libgomp() if on else None
+    def __init__(self, cap: int | None, busy_cores: int = 0):
+        self.cap, self.busy = cap, max(0, busy_cores)
+        self.lib = _libgomp() if (cap is not None or self.busy) else None
         self.prev = 0
 
     def __enter__(self):
         if self.lib is not None:
             self.prev = self.lib.omp_get_max_threads()
-            self.lib.omp_set_num_threads(1)
+            n = self.cap if self.cap is not None else self.prev
+            self.lib.omp_set_num_threads(max(1, min(n, self.prev - self.busy)))
         return self
 
     def __exit__(self, *exc):

@@ -30,6 +30,7 @@ class Document(SQLModel, table=True):
     status: str = Field(default="ingested", max_length=16)  # ingested | failed
     error: Optional[str] = None  # last failure; kept next to an older good version when an update fails
     content_hash: str = Field(default="", max_length=64)
+    ingest_version: str = Field(default="", max_length=200)  # chunker + embedder it was ingested with
     version: int = 0  # the committed version; 0 = none yet
     pages: int = 0
     n_chunks: int = 0
@@ -45,6 +46,7 @@ class DocumentVersion(SQLModel, table=True):
     doc_id: str = Field(index=True, max_length=40)
     version: int
     content_hash: str = Field(max_length=64)
+    ingest_version: str = Field(default="", max_length=200)  # see ingest.pipeline.DocumentPipeline.ingest_version
     pages: int = 0
     n_chunks: int = 0
     created_at: datetime = Field(default_factory=utcnow)

@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 import sqlalchemy as sa
 from sqlmodel import Session, delete, select
 
+from ingest import chunker
 from ingest.chunker import ChunkConfig, TextChunk, chunk_pages
 from ingest.detect import ZipLimits, check_zip_bomb, detect_kind
 from ingest.embedder import Embedder
@@ -116,6 +117,7 @@ class Prepared:
 class DocumentPipeline:
     def __init__(self, engine: sa.Engine, vectors: VectorStore, embedder: Embedder, limits: PipelineLimits):
         self.engine, self.vectors, self.embedder, self.limits = engine, vectors, embedder, limits
+        self._parsing = threading.Event()  # set while the read-ahead thread parses: it holds a core
 
     def ingest(self, path: Path, tenant: str, filename: str,
                on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
@@ -129,11 +131,13 @@ class DocumentPipeline:
             existing = s.get(Document, doc_id)
             committed_version = existing.version if existing else 0
             old_hash = existing.content_hash if existing and existing.status == "ingested" else None
+            same_ingest = existing is not None and existing.ingest_version == self.ingest_version()
         prep = Prepared(Path(path), tenant, filename, doc_id, committed_version)
         try:
             check_size(prep.path, self.limits)
             prep.digest = file_sha256(prep.path)
-            if old_hash and prep.digest == old_hash and committed_version > 0:
+            # the same bytes chunked and embedded the same way: nothing to do (a new chunker or embedder re-ingests)
+            if old_hash and prep.digest == old_hash and committed_version > 0 and same_ingest:
                 prep.result = DocumentResult(filename, "unchanged", doc_id, None, path=str(path))
                 return prep
             prep.size = prep.path.stat().st_size
@@ -194,6 +198,13 @@ class DocumentPipeline:
                 log.exception("could not remove the points of a failed attempt for %s", filename)
         return result
 
+    def ingest_version(self) -> str:
+        """What a document's chunks and vectors depend on besides its bytes: chunker version and settings,
+        embedding model. Stored per document version; a file whose stored value differs is re-ingested."""
+        cfg = self.limits.chunk
+        return (f"chunker {chunker.CHUNKER_VERSION} ({cfg.max_tokens}/{cfg.overlap} tokens); "
+                f"embedder {self.embedder.model_path.name}")
+
     def _committed_version(self, doc_id: str) -> int:
         with Session(self.engine) as s:
             doc = s.get(Document, doc_id)
@@ -212,7 +223,12 @@ class DocumentPipeline:
                 for path, name in items:
                     if stop.is_set():
                         return
-                    q.put(self.prepare(Path(path), tenant, name))
+                    self._parsing.set()
+                    try:
+                        prep = self.prepare(Path(path), tenant, name)
+                    finally:
+                        self._parsing.clear()
+                    q.put(prep)
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 q.put(exc)
             finally:
@@ -239,7 +255,9 @@ class DocumentPipeline:
         batch = EMBED_BATCH
         for s in range(0, len(chunks), batch):
             part = chunks[s:s + batch]
-            dense = self.embedder.encode([embedding_text(c) for c in part], release_pool=False)
+            # while the read-ahead thread parses, the embedder's team leaves it a core (see Embedder.encode)
+            dense = self.embedder.encode([embedding_text(c) for c in part], release_pool=False,
+                                         busy_cores=1 if self._parsing.is_set() else 0)
             self.vectors.upsert([
                 VectorPoint(point_id(doc_id, version, c.ord), dense[i], sparse[s + i],
                             {"tenant": tenant, "doc_id": doc_id, "version": version, "ord": c.ord})
@@ -266,11 +284,12 @@ class DocumentPipeline:
                 s.add(_catalogue_entry(name, tenant, doc_id, version, table))
             doc = s.get(Document, doc_id) or Document(id=doc_id, tenant=tenant, filename=filename)
             doc.kind, doc.status, doc.error, doc.content_hash, doc.version = kind, "ingested", None, digest, version
+            doc.ingest_version = self.ingest_version()
             doc.pages, doc.n_chunks, doc.n_tables, doc.size_bytes, doc.updated_at = (
                 len(parsed.pages), len(chunks), len(tables), size, utcnow())
             s.add(doc)
             s.add(DocumentVersion(doc_id=doc_id, version=version, content_hash=digest, pages=len(parsed.pages),
-                                  n_chunks=len(chunks)))
+                                  n_chunks=len(chunks), ingest_version=doc.ingest_version))
             s.commit()
 
     def _record_failure(self, tenant: str, doc_id: str, filename: str, error: str) -> None:

@@ -38,4 +38,14 @@ def make_engine(url: str) -> sa.Engine:
     from ingest.table_catalogue import add_meta_column
 
     add_meta_column(engine)
+    add_ingest_version_columns(engine)
     return engine
+
+
+def add_ingest_version_columns(engine: sa.Engine) -> None:
+    """Databases from before ``ingest_version`` existed get the column, empty: their documents were chunked
+    by an unknown chunker, so the next ingest of each file re-chunks it (ingest.pipeline)."""
+    for table in ("lx_documents", "lx_document_versions"):
+        if "ingest_version" not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN ingest_version VARCHAR(200) NOT NULL DEFAULT ''")
