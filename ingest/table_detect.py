@@ -50,8 +50,8 @@ def _runs_on(ln: Line, nxt: Line | None) -> bool:
     """A long label-only line that wraps into the next line ("Changes in operating assets and liabilities,
     excluding effect of acquisitions, divestitures, and" / "currency  (207)  (265)") stays in its table."""
     text = ln.text.rstrip()
-    if nxt is None or not nxt.segments or text.endswith((".", ":")) or len(text) > 200:
-        return False
+    if nxt is None or len(nxt.segments) < 2 or not nxt.n_numeric or text.endswith((".", ":")) or len(text) > 200:
+        return False  # the wrapped rest of the label comes with its values
     return bool(WRAPS.search(text)) or nxt.segments[0].text[:1].islower()
 
 
@@ -156,15 +156,19 @@ def _header_lines(layout: Layout, first: int, cols: list[tuple[float, float]], l
         over_values = all(s.x0 >= reach for s in ln.segments)
         return (over_values and (ln.x1 - ln.x0) < 0.9 * full) or (len(ln.segments) >= 2 and ln.n_numeric >= 1)
 
-    n, i = 0, first - 1
-    while i >= 0 and n < 4 and close(i):
+    def section(ln: Line) -> bool:
+        return len(ln.segments) == 1 and ln.segments[0].x0 < reach and (ln.x1 - ln.x0) < 0.6 * full
+
+    n, i, skipped = 0, first - 1, 0
+    while i >= 0 and n - skipped < 4 and close(i):
         ln = lines[i]
         if not heading(ln):
-            # a section row ("Operating activities") between the column headers and the first row
-            if n == 0 and i > 0 and len(ln.segments) == 1 and ln.segments[0].x0 < reach \
-                    and (ln.x1 - ln.x0) < 0.6 * full and close(i - 1) and heading(lines[i - 1]) \
-                    and all(s.x0 >= reach for s in lines[i - 1].segments):
-                n, i = n + 1, i - 1
+            # section rows ("Assets" / "Current assets") between the column headers and the first row
+            k = i
+            while n == 0 and k > 0 and i - k < 3 and section(lines[k]) and close(k - 1):
+                k -= 1
+            if k < i and heading(lines[k]) and all(s.x0 >= reach for s in lines[k].segments):
+                n, i, skipped = n + i - k, k, i - k
                 continue
             break
         n, i = n + 1, i - 1

@@ -63,7 +63,8 @@ def find_scale(text: str) -> str:
 NOT_A_TITLE = re.compile(
     r"\b(following|table|tables|effects?|included|includes|including|presented|presents|recognized|location|"
     r"related|information|supplemental|see|notes?\s+to|reported|classified|within|line\s+items?|our|we|was|were|"
-    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact|analysis|discussion|selected|changes\s+in\s+(?!"
+    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact|analysis|discussion|selected|components?|note\s+\d+|obligor|guarantors?|"
+    r"non-guarantors?|issuers?|changes\s+in\s+(?!"
     r"(stockholders|shareholders|shareowners|equity)))\b", re.I)
 
 
@@ -84,12 +85,13 @@ def statement_title(line: str) -> str:
 
 
 def classify_statement(title: str, context: str, labels: list[str], captions: list[str] | None = None,
-                       has_periods: bool = True) -> str:
+                       has_periods: int = 1) -> str:
     """income_statement | balance_sheet | cash_flow | equity from the nearest caption line that is a statement's
     own title (``captions``: title rows inside the table, nearest last, then the title and the context lines
     above it), else from its rows (four typical line items of one statement in a table of ten rows or more)
-    when its value columns are periods: a table whose columns are segments or instruments is a note, not a
-    primary statement."""
+    when its value columns are one to four periods (``has_periods``: how many) and no sentence or summary
+    caption sits over it: a table whose columns are segments, or five years of selected data, is no primary
+    statement."""
     lines = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()]
     lines = lines[-4:] + [c for c in (captions or []) if c and c.strip()]
     for line in reversed(lines):
@@ -98,7 +100,10 @@ def classify_statement(title: str, context: str, labels: list[str], captions: li
             return kind
     if any(SUMMARY.search(line) for line in lines[-3:]):
         return ""  # selected data, highlights, quarterly data, reconciliations: the statement is elsewhere
-    if len(labels) >= 10 and has_periods:
+    nearest = " ".join(lines[-1].split()) if lines else ""
+    if nearest and (len(nearest) > 120 or nearest.endswith(":") or NOT_A_TITLE.search(nearest)):
+        return ""  # under a sentence ("The following table presents ..."): a note's table
+    if len(labels) >= 10 and 0 < has_periods <= 4:
         for kind, _, row_rx in STATEMENTS:
             if row_rx is not None and sum(bool(row_rx.search(lb.strip())) for lb in labels) >= 4:
                 return kind

@@ -183,10 +183,12 @@ COMPANY = re.compile(r"\b(inc|corp|corporation|company|co|plc|ltd|limited|llc|l\
 JUNK_TITLE = re.compile(r"^(table\s+of\s+contents|index|\d+|page\s+\d+)$", re.I)
 
 
-def _spanning_text(row: list[Cell]) -> str | None:
-    """The one text of a row whose filled cells all say the same (a caption printed across the table)."""
-    filled = {str(c).strip() for c in row if not blank(c)}
-    if len(filled) != 1:
+def _spanning_text(row: list[Cell], across: bool = False) -> str | None:
+    """The one text of a row whose filled cells all say the same (a caption printed across the table; with
+    ``across``, in two cells or more, or in the first)."""
+    cells = [str(c).strip() for c in row if not blank(c)]
+    filled = set(cells)
+    if len(filled) != 1 or (across and len(cells) < 2 and blank(row[0])):
         return None
     text = filled.pop()
     return text if _is_text(text) and not periodish(text) else None
@@ -200,12 +202,12 @@ def _title_rows(rows, notes):
     width = len(rows[0])
     while len(rows) - n > 2 and width > 1:
         row = rows[n]
-        text = _spanning_text(row)
+        text = _spanning_text(row, across=True)
         if text is None:
             break
         one_cell = sum(not blank(c) for c in row) == 1 and not blank(row[0])
         named = bool(statement_title(text) or CAPTION.search(text) or COMPANY.search(text))
-        ahead = any(statement_title(t or "") for t in (_spanning_text(r) for r in rows[n + 1:n + 3]))
+        ahead = any(statement_title(t or "") for t in (_spanning_text(r, across=True) for r in rows[n + 1:n + 3]))
         if not one_cell and (PERIOD_WORDS.search(text) or not (named or ahead)):
             break
         notes.append(text)
@@ -396,7 +398,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     header_currency = header_currency or next((c.currency for c in columns if c.currency), "")
     table_unit = " ".join(x for x in (header_currency, scale) if x)
     statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas], captions,
-                                   has_periods=any(c.period for c in columns))
+                                   has_periods=len({c.period for c in columns if c.period}))
     if statement and not statement_title(title):  # "$ in millions (unaudited)" under the statement's title
         named = [ln for ln in str(raw.context or "").splitlines()[-4:] + captions if statement_title(ln) == statement]
         title = " ".join(named[-1].split()) if named else title

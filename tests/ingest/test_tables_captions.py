@@ -22,17 +22,21 @@ def test_statement_titles_are_caption_lines_not_sentences():
                      "statements of income:",
                      "Supplemental balance sheet information related to our leases was as follows ($ in millions):",
                      "Effects of our derivative instruments on our Consolidated Statements of Earnings",
-                     "Balance sheets:", "ANALYSIS OF THE CONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS"]:
+                     "Balance sheets:", "ANALYSIS OF THE CONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS",
+                     "NOTE 9 - OTHER CONSOLIDATED BALANCE SHEET COMPONENTS", "Balance Sheets for Obligor Group"]:
         assert statement_title(sentence) == "", sentence
 
 
 def test_row_items_make_a_statement_only_when_columns_are_periods():
     labels = ["Net sales", "Gross profit", "Operating income", "Income taxes", "Net income"] + [f"Item {i}" for i in
                                                                                                 range(6)]
-    assert classify_statement("", "", labels, has_periods=True) == "income_statement"
-    assert classify_statement("", "", labels, has_periods=False) == ""  # columns are segments: a note's table
+    assert classify_statement("", "", labels, has_periods=3) == "income_statement"
+    assert classify_statement("", "", labels, has_periods=0) == ""  # columns are segments: a note's table
+    assert classify_statement("", "", labels, has_periods=5) == ""  # five years of selected data
+    assert classify_statement("", "Historical results are not necessarily indicative of future results.", labels,
+                              has_periods=3) == ""
     assert classify_statement("", "The following table provides the effects on the consolidated statements of "
-                              "income:", labels[:4], has_periods=True) == ""
+                              "income:", labels[:4], has_periods=2) == ""
 
 
 def test_title_printed_across_the_columns_names_the_statement():
