@@ -52,7 +52,7 @@ def make_rag_nodes(deps: AgentDeps):
             if found:
                 return found
         ranked = graded + [p for p in state.get("passages") or [] if p not in graded]
-        found = text_answer(question, ranked)  # the sentence that states it, the span read off it, verified
+        found = text_answer(question, ranked, state["question"])  # the sentence that states it, the span, verified
         if found:
             return found
         if ctype is None and graded:  # free generation only as the fallback, kept only when it verifies

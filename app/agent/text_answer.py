@@ -31,21 +31,44 @@ BULLET = re.compile(r"\s*[•●▪◦■]\s*")
 
 
 def prose_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the prose sentences of a passage: lines that are table rows (tab-separated cells,
-    mostly figures) are left out, so are headings and fragments of under ``MIN_SENTENCE_WORDS`` words."""
-    out, pos = [], 0
-    for line in text.split("\n"):
-        start, pos = pos, pos + len(line) + 1
-        if not line.strip() or "\t" in line:
-            continue
-        words = WORD.findall(line)
-        if len(words) < MIN_SENTENCE_WORDS or sum(w.isdigit() for w in words) > 0.6 * len(words):
-            continue
-        for s0, s1 in _bullet_items(line):
-            for a, b in sentence_spans(line[s0:s1]):
-                if len(WORD.findall(line[s0 + a:s0 + b])) >= MIN_SENTENCE_WORDS:
-                    out.append((start + s0 + a, start + s0 + b))
+    """(start, end) of the prose sentences of a passage. A paragraph's lines run together (a PDF breaks a
+    sentence across lines); table rows (tab-separated cells, or lines mostly of figures) and paragraph breaks
+    end a run; headings and fragments under ``MIN_SENTENCE_WORDS`` words are left out."""
+    out = []
+    for a, b in _prose_runs(text):
+        run = text[a:b]
+        for s0, s1 in _bullet_items(run):
+            for x, y in sentence_spans(run[s0:s1]):
+                if len(WORD.findall(run[s0 + x:s0 + y])) >= MIN_SENTENCE_WORDS:
+                    out.append((a + s0 + x, a + s0 + y))
     return out
+
+
+def _prose_runs(text: str) -> list[tuple[int, int]]:
+    runs, start, end, pos = [], None, None, 0
+    for line in text.split("\n"):
+        a, pos = pos, pos + len(line) + 1
+        words = WORD.findall(line)
+        if not line.strip() or "\t" in line or (len(words) >= 2 and sum(w.isdigit() for w in words) > 0.6 * len(words)) \
+                or _heading(line):
+            if start is not None:
+                runs.append((start, end))
+            start = None
+            continue
+        start = a if start is None else start
+        end = a + len(line)
+    if start is not None:
+        runs.append((start, end))
+    return runs
+
+
+def _heading(line: str) -> bool:
+    """A heading line ("Liquidity and Capital Resources"): short, no closing punctuation, no lower-case words
+    but small ones."""
+    words = re.findall(r"[A-Za-z][A-Za-z'’-]*", line)
+    if not words or len(words) > 8 or line.rstrip()[-1:] in ".,;:)":
+        return False
+    return all(w[0].isupper() or w in ("of", "and", "or", "the", "to", "for", "in", "on", "a", "an") for w in words)
 
 
 def _bullet_items(line: str) -> list[tuple[int, int]]:
@@ -109,10 +132,14 @@ def score(ask: Ask, qpairs: list[tuple[str, str]], c: Candidate, weights: dict[s
     return s - 0.02 * c.rank
 
 
-def text_answer(question: str, passages: list[dict]) -> dict | None:
+def text_answer(question: str, passages: list[dict], full_question: str | None = None) -> dict | None:
     """{"answer", "citations", "supported": True, "related": []} from the sentence that answers ``question``,
-    verified; None when no sentence of ``passages`` verifiably states it."""
+    verified; None when no sentence of ``passages`` verifiably states it. ``full_question``: the question as
+    asked when ``question`` is its de-named form (``scope``), whose dates and years name periods, not documents."""
     ask = ask_of(question)
+    if full_question and full_question != question:
+        full = ask_of(full_question)
+        ask.years, ask.multi = full.years or ask.years, full.multi or ask.multi
     if not ask.key and ask.kind != "table":
         return None
     cands = candidates(passages)
@@ -131,7 +158,8 @@ def text_answer(question: str, passages: list[dict]) -> dict | None:
         tried += 1
         ok, _why = verify_text(ask, question, span, c.quote, weights)
         if ok:
-            return {"answer": span, "citations": [citation(c.passage, c.quote)], "supported": True, "related": []}
+            return {"answer": " ".join(span.split()), "citations": [citation(c.passage, c.quote)], "supported": True,
+                    "related": []}
         if tried >= TRY:
             break
     return None

@@ -41,7 +41,7 @@ CAUSE = re.compile(r"\b(?:(?:primarily|mainly|largely|principally|partially|part
                    re.I)
 LIST_LEAD = re.compile(r"\b(?:includ(?:e|es|ed|ing)|such as|consist(?:s|ed|ing)? of|compris(?:e|es|ed|ing)(?: of)?|"
                        r"namely|are|were|was|is|:)\s+", re.I)
-ITEM_SPLIT = re.compile(r"\s*(?:;|,(?!\d{3})|\band\b|\bor\b|\bas well as\b)\s*", re.I)
+ITEM_SPLIT = re.compile(r"\s*(?:;|,(?!\d{3})|(?<!-)\band\b(?!-)|(?<!-)\bor\b(?!-)|\bas well as\b)\s*", re.I)
 NOUNISH = {"amount", "value", "cost", "costs", "expense", "expenses", "revenue", "revenues", "income", "sales",
            "price", "balance", "fee", "fees", "charge", "charges", "loss", "losses", "gain", "gains", "profit",
            "cash", "debt", "liability", "liabilities", "asset", "assets", "tax", "taxes", "compensation", "payment",
@@ -215,9 +215,12 @@ def pick_figure(ask: Ask, sentence: str, percent: bool | None) -> list[str]:
     scored = []
     for i, m in enumerate(found):
         left = sentence[found[i - 1].end() if i else 0: m.start()]
-        s = _key_share(left, ask.key)
-        if i == 0 and s == 0:  # "The $29.3 million increase in ...": the subject follows
-            s = 0.8 * _key_share(sentence[m.end(): found[1].start() if len(found) > 1 else len(sentence)], ask.key)
+        aside = "(" in left and ")" not in left[left.rindex("("):]
+        if aside:  # "(including $0.7 million of issuance costs)": an aside to the figure before it
+            left = left[left.rindex("(") + 1:]
+        right = sentence[m.end(): found[i + 1].start() if i + 1 < len(found) else len(sentence)].split("(")[0]
+        # the subject before the figure ("costs were $9.5 million") or after it ("$54.5 million of debt")
+        s = max(_key_share(left, ask.key), 0.8 * _key_share(right, ask.key)) - 0.2 * aside
         year = attached_year(sentence, found, i) if ask.years else None
         if year is not None:
             s += 1.0 if year in ask.years else -1.0

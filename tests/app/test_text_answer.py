@@ -1,0 +1,142 @@
+"""Questions over report text, end to end: a real annual-report PDF written here goes through the real ingest,
+Qdrant search and the agent's RAG route. The answer is the span read off the sentence that states it (a figure
+with its unit and scale, a date, the listed items, the reason), cited with that sentence and its page, and
+``supported`` only when the verifier finds the span, the question's terms and its year in the quote. No model
+is loaded: these answers are extractive.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+
+TENANT = "reports"
+REPORT = [
+    ("Management's Discussion and Analysis", "h"),
+    ("Hosting related costs were $9.5 million, $7.2 million and $5.1 million in fiscal 2019, 2018 and 2017, "
+     "respectively. These costs are included in cost of revenue.", None),
+    ("Net sales of $1.2 billion for fiscal year 2018 increased 58.5% from $757.3 million for fiscal year 2017.", None),
+    ("Research and development expenses increased $1.7 billion or 13%, primarily due to investments in cloud "
+     "engineering and LinkedIn expenses.", None),
+    ("Our contract types include fixed-price type, cost-plus type and time-and-material type contracts.", None),
+    ("Our common stock is traded on the NASDAQ Global Select Market under the symbol \u201cJKX.\u201d", "break"),
+    ("Liquidity and Capital Resources", "h"),
+    ("As of December 31, 2019, we had $54.5 million of debt outstanding (including $0.7 million of debt issuance "
+     "costs) under our credit facilities.", None),
+    ("By January 31, 2019, the personnel and facilities related actions included in the restructuring plan were "
+     "substantially complete.", None),
+]
+OTHER = [
+    ("MUTUAL NON-DISCLOSURE AGREEMENT", "h"),
+    ("This Agreement is made between Orrin Labs Inc. and Pellam Systems LLC. Each party shall keep the other "
+     "party's Confidential Information secret for three (3) years.", None),
+]
+
+
+def write_pdf(path, blocks):
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer
+
+    styles = getSampleStyleSheet()
+    story = []
+    for text, mark in blocks:
+        story.append(Paragraph(text, styles["Heading2" if mark == "h" else "BodyText"]))
+        story.append(Spacer(1, 4))
+        if mark == "break":
+            story.append(PageBreak())
+    SimpleDocTemplate(str(path), pagesize=LETTER, invariant=1).build(story)
+    return path
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from app.service import LexiconService
+
+    svc = LexiconService(small_settings(tmp_path_factory.mktemp("reports")))
+    docs = tmp_path_factory.mktemp("report-files")
+    job = svc.ingest_paths(TENANT, [write_pdf(docs / "annual_report.pdf", REPORT), write_pdf(docs / "nda.pdf", OTHER)])
+    assert job["failed"] == 0, job
+    yield svc
+    svc.close()
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def report_id(service) -> str:
+    return next(d["id"] for d in service.documents(TENANT) if d["filename"] == "annual_report.pdf")
+
+
+def source_text(service) -> str:
+    return flat(" ".join(p.text for p in service.kb.document_passages(TENANT, report_id(service))))
+
+
+def ask(service, question: str):
+    a = service.ask(TENANT, question, mode="rag")
+    assert a.route == "rag", a
+    return a
+
+
+def assert_cited(service, a, page: int, words: str):
+    assert a.supported and len(a.citations) == 1, a
+    c = a.citations[0]
+    assert c.filename == "annual_report.pdf" and c.page == page, c
+    assert flat(c.quote) in source_text(service) and words in flat(c.quote), c.quote
+
+
+def test_a_figure_for_a_year_is_read_off_its_respectively_sentence(service):
+    a = ask(service, "What were the hosting related costs in 2018?")
+    assert a.answer == "$7.2 million", a.answer
+    assert_cited(service, a, 1, "$7.2 million")
+    both = ask(service, "What were the hosting related costs in 2019 and 2018 respectively?")
+    assert both.answer == "$9.5 million and $7.2 million", both.answer
+
+
+def test_the_figure_asked_not_another_in_the_same_sentence(service):
+    a = ask(service, "How much debt was outstanding as of December 31, 2019?")
+    assert a.answer == "$54.5 million", a.answer  # not the $0.7 million of issuance costs beside it
+    assert_cited(service, a, 2, "debt outstanding")
+    s = ask(service, "What were the net sales in 2017?")
+    assert s.answer == "$757.3 million", s.answer  # the figure tied to fiscal 2017, not the 2018 one
+
+
+def test_reason_date_list_and_symbol_questions(service):
+    why = ask(service, "Why did research and development expenses increase?")
+    assert "primarily due to investments in cloud engineering" in why.answer
+    assert_cited(service, why, 1, "Research and development")
+    when = ask(service, "When were the restructuring plan's personnel and facilities related actions complete?")
+    assert when.answer == "January 31, 2019", when.answer
+    types = ask(service, "What are the contract types?")
+    assert types.supported and all(t in types.answer for t in ("fixed-price type", "cost-plus type",
+                                                               "time-and-material type")), types.answer
+    market = ask(service, "On which market is the common stock traded?")
+    assert market.supported and "NASDAQ Global Select Market" in market.answer
+
+
+def test_what_the_documents_do_not_state_is_not_answered(service):
+    from app.agent.text_answer import text_answer
+
+    passages = [{"doc_id": p.doc_id, "filename": p.filename, "page": p.page, "section": p.section, "text": p.text}
+                for p in service.kb.document_passages(TENANT, report_id(service))]
+    assert text_answer("What were the hosting related costs in 2018?", passages)["answer"] == "$7.2 million"
+    assert text_answer("What were the hosting related costs in 2016?", passages) is None  # no figure for 2016
+    assert text_answer("What was the goodwill impairment charge in 2019?", passages) is None
+    assert text_answer("How many employees did the company have?", passages) is None
+
+
+def test_verifier_needs_the_span_the_terms_and_the_year_in_the_quote():
+    from app.agent.text_spans import ask_of
+    from app.agent.verify import verify_text
+
+    quote = "Hosting related costs were $9.5 million, $7.2 million and $5.1 million in fiscal 2019, 2018 and 2017."
+    q = "What were the hosting related costs in 2018?"
+    assert verify_text(ask_of(q), q, "$7.2 million", quote)[0]
+    assert not verify_text(ask_of(q), q, "$7.4 million", quote)[0]  # a figure the quote does not state
+    other = "What were the marketing costs in 2018?"
+    assert not verify_text(ask_of(other), other, "$7.2 million", quote)[0]  # not about what was asked
+    later = "What were the hosting related costs in 2020?"
+    assert not verify_text(ask_of(later), later, "$9.5 million", quote)[0]  # another period
