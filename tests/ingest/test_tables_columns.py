@@ -98,7 +98,7 @@ def test_scale_stated_once_higher_up_the_page_reaches_the_table(tmp_path):
 
 
 def write_section_under_header_pdf(path):
-    """A cash-flow statement whose first row is a section heading right under the column headers."""
+    """A cash-flow statement whose first rows are section headings right under the column headers."""
     c = canvas.Canvas(str(path), pagesize=letter)
     c.setFont("Helvetica", 9)
     c.drawString(72, 750, "Table of Contents")
@@ -108,7 +108,7 @@ def write_section_under_header_pdf(path):
     c.drawRightString(440, 688, "July 29, 2023")
     c.drawRightString(520, 688, "July 30, 2022")
     y = 674
-    for label, a, b in [("Operating activities", None, None), ("Net earnings", "$518", "$647"),
+    for label, a, b in [("Cash flows", None, None), ("Operating activities", None, None), ("Net earnings", "$518", "$647"),
                         ("Depreciation and amortization", "473", "453"), ("Restructuring charges", "(16)", "35"),
                         ("Total cash provided by operating activities", "1,024", "1,187")]:
         c.drawString(72, y, label)
