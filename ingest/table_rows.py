@@ -76,8 +76,8 @@ def statement_title(line: str) -> str:
     """The statement kind a caption line names when the line is a statement's own title ("CONSOLIDATED
     STATEMENTS OF CASH FLOWS", "Amcor plc - Condensed Consolidated Balance Sheets (Unaudited)"), else ""."""
     s = " ".join(str(line or "").split())
-    if not s or len(s) > 120 or s.endswith(":") or NOT_A_TITLE.search(s):
-        return ""
+    if not s or len(s) > 120 or s.endswith((":", ".")) or s[:1].islower() or NOT_A_TITLE.search(s):
+        return ""  # a sentence, or the end of one
     for kind, title_rx, _ in STATEMENTS:
         if title_rx.search(s):
             return kind
@@ -101,7 +101,8 @@ def classify_statement(title: str, context: str, labels: list[str], captions: li
     if any(SUMMARY.search(line) for line in lines[-3:]):
         return ""  # selected data, highlights, quarterly data, reconciliations: the statement is elsewhere
     nearest = " ".join(lines[-1].split()) if lines else ""
-    if nearest and (len(nearest) > 120 or nearest.endswith(":") or NOT_A_TITLE.search(nearest)):
+    if nearest and (len(nearest) > 120 or nearest.endswith((":", ".")) or nearest[:1].islower()
+                    or NOT_A_TITLE.search(nearest)):
         return ""  # under a sentence ("The following table presents ..."): a note's table
     if len(labels) >= 10 and 0 < has_periods <= 4:
         for kind, _, row_rx in STATEMENTS:

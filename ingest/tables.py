@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from ingest.parsers import Cell, RawTable
 from ingest.table_grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
 from ingest.table_periods import parse_period
-from ingest.table_rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
+from ingest.table_rows import (PER_SHARE, SUMMARY, RowMeta, classify_statement, find_scale, row_meta,
+                               statement_title)
 
 DASHES = {"-", "—", "–", "−", "--", "n/a", "na", "n.a.", "nm", "*"}
 NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")
@@ -206,7 +207,8 @@ def _title_rows(rows, notes):
         if text is None:
             break
         one_cell = sum(not blank(c) for c in row) == 1 and not blank(row[0])
-        named = bool(statement_title(text) or CAPTION.search(text) or COMPANY.search(text))
+        named = bool(statement_title(text) or CAPTION.search(text) or COMPANY.search(text) or SUMMARY.search(text)
+                     or (text.isupper() and len(text) > 3))
         ahead = any(statement_title(t or "") for t in (_spanning_text(r, across=True) for r in rows[n + 1:n + 3]))
         if not one_cell and (PERIOD_WORDS.search(text) or not (named or ahead)):
             break

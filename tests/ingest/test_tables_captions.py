@@ -23,7 +23,8 @@ def test_statement_titles_are_caption_lines_not_sentences():
                      "Supplemental balance sheet information related to our leases was as follows ($ in millions):",
                      "Effects of our derivative instruments on our Consolidated Statements of Earnings",
                      "Balance sheets:", "ANALYSIS OF THE CONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS",
-                     "NOTE 9 - OTHER CONSOLIDATED BALANCE SHEET COMPONENTS", "Balance Sheets for Obligor Group"]:
+                     "NOTE 9 - OTHER CONSOLIDATED BALANCE SHEET COMPONENTS", "Balance Sheets for Obligor Group",
+                     "available-for-sale securities and gains (losses) from changes on certain balance sheet amounts."]:
         assert statement_title(sentence) == "", sentence
 
 
@@ -209,3 +210,14 @@ def test_a_per_share_column_is_not_in_millions():
     cols = {c.label: c for c in t.columns}
     assert cols["EBITDA"].scale == "millions" and cols["EBITDA"].unit == "USD millions"
     assert cols["EPS (Diluted US cents)"].scale == "" and cols["EPS (Diluted US cents)"].unit == "cents per share"
+
+
+def test_selected_data_headings_printed_across_the_columns_are_captions():
+    rows = [["ITEM 6. SELECTED FINANCIAL DATA"] * 4, [None, "FINANCIAL HIGHLIGHTS", None, "FINANCIAL HIGHLIGHTS"],
+            ["(In millions, except per share data)", None, None, None], ["Year Ended June 30,", "2016", "2015", "2014"]]
+    rows += [[item, "1", "2", "3"] for item in ("Revenue", "Gross margin", "Operating income", "Net income",
+                                                 "Diluted earnings per share", "Total assets", "Long-term debt",
+                                                 "Total liabilities", "Total stockholders' equity", "Cash dividends")]
+    t = build_typed_table(RawTable(28, "trading plan.", rows, header_rows=4))
+    assert t.statement == "" and t.scale == "millions"
+    assert [c.label for c in t.columns[1:]] == ["2016", "2015", "2014"]
