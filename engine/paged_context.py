@@ -14,7 +14,7 @@ from typing import Callable, Optional, Union
 import torch
 
 from engine import kv_quant
-from engine.forward_context import SeqSpan, causal_attention
+from engine.forward_context import FOLD_MAX_ROWS as FOLD_ROWS, SeqSpan, causal_attention
 from engine.state_pool import StatePool
 
 KV_DTYPES = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
@@ -76,19 +76,30 @@ def blockwise_attention(q: torch.Tensor, load: Callable[[int, int], tuple[torch.
 Read = Union[slice, torch.Tensor]  # a sequence's pool slots: consecutive (a view) or scattered (a gather)
 
 
+def _lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
+    """Zeros whose pages the OS maps on first touch (calloc) on a CPU; an uninitialised tensor elsewhere."""
+    if torch.device(device).type != "cpu":
+        return torch.empty(shape, dtype=dtype, device=device)
+    import numpy as np
+    nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+    return torch.from_numpy(np.zeros(nbytes, dtype=np.uint8)).view(dtype).view(shape)
+
+
 class KVPool:
     """Per attention layer, k and v as ``[n_kv, num_blocks * block_size, head_dim]`` (head-major); FP8 pools
     carry per-(block, kv head) power-of-two scales ``k_scale`` / ``v_scale`` (engine/kv_quant.py).
 
-    Allocated uninitialised: nothing reads a slot before it is written, and on a CPU the pages of a large pool
-    stay out of the resident set until sequences use them."""
+    On a CPU the pool is zeros from ``calloc`` (numpy): the pages of a large pool stay out of the resident set
+    until sequences use them, and the batched decode attention (engine/kernels/cpu_decode_attention.py), which
+    reads masked keys past a sequence's end, only ever meets finite values. Elsewhere it is uninitialised:
+    nothing reads a slot before it is written."""
 
     def __init__(self, n_layers: int, num_blocks: int, block_size: int, n_kv: int, head_dim: int,
                  dtype: torch.dtype, device="cpu"):
         self.block_size, self.dtype = block_size, dtype
         shape = (n_kv, num_blocks * block_size, head_dim)
-        self.k = [torch.empty(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.v = [torch.empty(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.k = [_lazy_zeros(shape, dtype, device) for _ in range(n_layers)]
+        self.v = [_lazy_zeros(shape, dtype, device) for _ in range(n_layers)]
         self.fp8 = dtype == kv_quant.FP8
         self.k_scale = [kv_quant.new_scales(n_kv, num_blocks, device) for _ in range(n_layers)] if self.fp8 else []
         self.v_scale = [kv_quant.new_scales(n_kv, num_blocks, device) for _ in range(n_layers)] if self.fp8 else []
@@ -151,8 +162,12 @@ class PagedContext:
         live = {id(t) for t in block_tables}
         self._tables = {k: v for k, v in self._tables.items() if k in live}
         self.write_idx = torch.tensor(write, dtype=torch.long, device=dev)
+        self._plan = None  # the CPU decode plan: built by the step's first attention layer, shared by the rest
+        self._short = all(s.length <= FOLD_ROWS for s in spans)
         kernel = self.ops.decode_attention if self._decode else self.ops.prefill_attention
-        if kernel is not None:  # one kernel call per layer for the batch
+        if self.ops.plan_decode is not None:  # host-side plan instead of device block tables
+            self.block_tables = self.seq_lens = None
+        elif kernel is not None:  # one kernel call per layer for the batch
             lens = [s.past_len + s.length for s in spans]
             width = max(-(-n // bs) for n in lens)
             self.block_tables = torch.stack([torch.nn.functional.pad(t[:width], (0, max(0, width - len(t))))
@@ -170,6 +185,7 @@ class PagedContext:
     def attend(self, attn_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
                sliding_window: Optional[int] = None) -> torch.Tensor:
         kc, vc = self.kv.k[attn_idx], self.kv.v[attn_idx]
+        self._attn_idx = attn_idx
         store, bs = kc.dtype, self.kv.block_size
         fp8 = self.kv.fp8
         if fp8:  # scaled per (block, kv head); see engine/kv_quant.py
@@ -187,6 +203,25 @@ class PagedContext:
         if self.block_tables is not None and sliding_window is None:
             return self.ops.decode_attention(q, kc, vc, self.block_tables, self.seq_lens, scale, bs,
                                              ks if fp8 else None, vs if fp8 else None, max_len=self.max_len)
+        if self.ops.plan_decode is not None and self._short and not fp8 and sliding_window is None:
+            if self._plan is None:  # copying a long past to another dtype is what the block-wise path avoids
+                self._plan = self.ops.plan_decode([s.start for s in self.spans], [s.length for s in self.spans],
+                                                  [s.past_len for s in self.spans], self.read, kc.shape[1],
+                                                  long_rest=LONG_CONTEXT, long_slices=store != q.dtype)
+            out = self.ops.decode_attention(q, kc, vc, None, None, scale, bs, plan=self._plan)
+            for i in self._plan.rest:
+                s = self.spans[i]
+                out[s.start:s.start + s.length] = self._attend_one(i, q, kc, vc, scale, sliding_window)
+            return out
+        return torch.cat([self._attend_one(i, q, kc, vc, scale, sliding_window) for i in range(len(self.spans))])
+
+    def _attend_one(self, i: int, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, scale: float,
+                    sliding_window: Optional[int]) -> torch.Tensor:
+        """Sequence i alone: SDPA over its past (a view, a gather or a dequantized copy), block by block past
+        LONG_CONTEXT keys unless it reads a view in the query's dtype."""
+        store, bs, fp8 = kc.dtype, self.kv.block_size, self.kv.fp8
+        if fp8:
+            ks, vs = self.kv.k_scale[self._attn_idx], self.kv.v_scale[self._attn_idx]
 
         def past(pool: torch.Tensor, r: Read) -> torch.Tensor:  # -> token-major [n, KV, hd]
             if fp8:
@@ -194,20 +229,17 @@ class PagedContext:
             x = pool[:, r] if isinstance(r, slice) else pool.index_select(1, r)
             return x.transpose(0, 1)
 
-        outs = []
-        for s, r in zip(self.spans, self.read):
-            q_seq, S = q[s.start:s.start + s.length], s.past_len + s.length
-            in_place = isinstance(r, slice) and store == q.dtype and s.length == 1
-            if S <= LONG_CONTEXT or in_place:  # short, or a decode over a view: SDPA reads the pool directly
-                outs.append(causal_attention(q_seq, past(kc, r), past(vc, r), scale, s.past_len, sliding_window))
-                continue
+        s, r = self.spans[i], self.read[i]
+        q_seq, S = q[s.start:s.start + s.length], s.past_len + s.length
+        in_place = isinstance(r, slice) and store == q.dtype and s.length == 1
+        if S <= LONG_CONTEXT or in_place:  # short, or a decode over a view: SDPA reads the pool directly
+            return causal_attention(q_seq, past(kc, r), past(vc, r), scale, s.past_len, sliding_window)
 
-            def load(a: int, b: int, r: Read = r) -> tuple[torch.Tensor, torch.Tensor]:
-                part = slice(r.start + a, r.start + b) if isinstance(r, slice) else r[a:b]
-                return past(kc, part), past(vc, part)
+        def load(a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
+            part = slice(r.start + a, r.start + b) if isinstance(r, slice) else r[a:b]
+            return past(kc, part), past(vc, part)
 
-            outs.append(blockwise_attention(q_seq, load, S, kc.shape[0], scale, s.past_len, sliding_window))
-        return torch.cat(outs)
+        return blockwise_attention(q_seq, load, S, kc.shape[0], scale, s.past_len, sliding_window)
 
     def mamba_state(self, mamba_idx: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
         slot = self.slots[seq]

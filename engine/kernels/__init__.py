@@ -2,8 +2,9 @@
 
 ``select_ops(device, prefer)`` runs once when a model is loaded into an engine (``ModelRunner``): the model's
 Mamba layers and the paged context get the chosen functions, so no layer asks "which device?" per call.
-- ``"auto"``: Triton on CUDA when triton imports, else the torch paths (the CPU engine keeps its SDPA /
-  blockwise attention and gathered ``ssd_step``: nothing changes on a CPU);
+- ``"auto"``: Triton on CUDA when triton imports; on a CPU the engine's torch paths with batched decode
+  attention (``cpu_ops``: engine/kernels/cpu_decode_attention.py, a host-side plan per step groups the
+  sequences into few SDPA calls); elsewhere the torch paths (``"default"``: per-sequence SDPA);
 - ``"triton"``: the Triton kernels anywhere (on CPU tensors only under ``TRITON_INTERPRET=1``: tests);
 - ``"torch"``: the references, batched the same way as the kernels.
 """
@@ -18,7 +19,8 @@ import torch
 
 @dataclass(frozen=True)
 class Ops:
-    name: str  # "default" (the engine's own torch paths), "torch" (kernel references), "triton"
+    name: str  # "default" (the engine's own torch paths), "cpu" (those + batched decode attention), "torch"
+    # (kernel references), "triton"
     decode_attention: Optional[Callable] = None  # paged_decode_attention_* contract; None: per-sequence SDPA
     prefill_attention: Optional[Callable] = None  # paged_prefill_attention_* contract (steps with prefill spans)
     mamba_step: Optional[Callable] = None  # mamba_multi_step_* contract; None: gather + ssd_step + scatter
@@ -26,6 +28,9 @@ class Ops:
     linear_nvfp4: Optional[Callable] = None  # nvfp4_linear_* contract; None: dequantize, then F.linear
     ssd_scan: Optional[Callable] = None  # engine.ops.ssd.ssd_chunk_scan contract (prefill); None: that function
     dot_dtype: Optional[torch.dtype] = None  # tl.dot operand dtype (None: q's half dtype, else fp32)
+    # a host-side planner (CPU): the paged context builds one plan per short step (decode, verify) from the
+    # sequences' reads and passes it to decode_attention as plan= (no device block tables)
+    plan_decode: Optional[Callable] = None
 
 
 DEFAULT = Ops("default")
@@ -48,6 +53,11 @@ def torch_ops() -> Ops:
                fused_moe_torch, nvfp4_linear_torch)
 
 
+def cpu_ops() -> Ops:
+    from engine.kernels.cpu_decode_attention import paged_decode_attention_cpu, plan_decode
+    return Ops("cpu", decode_attention=paged_decode_attention_cpu, plan_decode=plan_decode)
+
+
 def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
     from functools import partial
 
@@ -65,9 +75,13 @@ def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
 def select_ops(device, prefer: str = "auto", dot_dtype: Optional[torch.dtype] = None) -> Ops:
     dev = torch.device(device)
     if prefer == "auto":
+        if dev.type == "cpu":
+            return cpu_ops()
         return triton_ops(dot_dtype) if dev.type == "cuda" and triton_available() else DEFAULT
     if prefer == "default":
         return DEFAULT
+    if prefer == "cpu":
+        return cpu_ops()
     if prefer == "torch":
         return torch_ops()
     if prefer == "triton":
@@ -76,4 +90,4 @@ def select_ops(device, prefer: str = "auto", dot_dtype: Optional[torch.dtype] = 
         if not triton_available():
             raise ValueError("kernels='triton' but triton is not installed")
         return triton_ops(dot_dtype)
-    raise ValueError(f"unknown kernels {prefer!r}: auto | default | torch | triton")
+    raise ValueError(f"unknown kernels {prefer!r}: auto | default | cpu | torch | triton")

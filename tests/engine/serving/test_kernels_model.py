@@ -41,7 +41,7 @@ def test_model_with_kernels_equals_the_torch_paths(tiny_hybrid, kernels, kv_dtyp
 def test_kernels_are_picked_once_per_device(tiny_hybrid):
     from engine.kernels import select_ops
 
-    assert select_ops("cpu").name == "default"  # the CPU engine keeps its SDPA / ssd_step paths
+    assert select_ops("cpu").name == "cpu"  # the CPU engine's torch paths + batched decode attention
     engine, _ = run(tiny_hybrid, "torch", "float32", n=1)
     assert all(m.ssm_update is engine.runner.ops.mamba_step for m in tiny_hybrid.model.mamba_layers())
     assert engine.runner.ctx.ops is engine.runner.ops

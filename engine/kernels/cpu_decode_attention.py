@@ -1,0 +1,199 @@
+"""Batched decode attention on a CPU: the sequences of a step in as few SDPA calls as their KV layout allows.
+
+A CPU has no kernel that walks block tables, and copying every sequence's past into a padded batch costs more
+than it saves (a read, a write and a read again of the whole KV). What torch's flash kernel does take is a
+batch whose members are *equally spaced* in memory, with any strides. The block manager hands a sequence its
+blocks at once and in order, so its past is one run of pool slots; sequences admitted together with the same
+reservation lie at equal distances. ``plan_decode`` (once per step, shared by every layer) sorts the
+sequences by where their past starts and cuts them into runs of equal spacing and equal new-token count;
+each run is one ``as_strided`` view of the pool ``[n, KV, keys, hd]`` and one SDPA call, shorter pasts masked
+(additive ``-inf`` past their end; the keys read beyond it are another sequence's or zeros: the CPU pool is
+zero-initialised, so they are finite and get weight 0). A step of unrelated sequences degrades to one call
+per sequence with no per-call Python beyond the view (the old path paid ~60 us per call in wrappers).
+
+Short query steps (decode, speculative verify: up to ``FOLD_MAX_ROWS`` tokens) fold each kv head's query
+heads into rows, so each key is read once per kv head; a group's mask is causal per member.
+
+``paged_decode_attention_cpu`` also takes the kernels' contract (block tables, lengths; one token per
+sequence) and builds the plan itself: tests compare it with ``paged_decode_attention_torch``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import torch
+import torch.nn.functional as F
+
+MAX_PAD = 1.5  # a group's padded keys (members x longest past) stay under this factor of the real keys
+MAX_FOLD = 16  # query steps up to this long are folded (decode, speculative verify)
+
+
+@dataclass
+class Group:
+    rows: torch.Tensor  # packed-token rows of the members' new tokens, member-major [n * L]
+    start: int  # first pool slot of the first member's past
+    stride: int  # slots between consecutive members' pasts (0 for a single member)
+    n: int  # members
+    L: int  # new tokens per member
+    keys: int  # keys read per member (the longest past + L)
+    past: list[int]  # past length of each member
+    mask: Optional[torch.Tensor] = None  # additive [n, 1, L (x group), keys] fp32, None when nothing is masked
+    _masks: dict = field(default_factory=dict)  # the mask in each query dtype (built once per step)
+
+    def mask_as(self, dtype: torch.dtype, group: int) -> Optional[torch.Tensor]:
+        if self.mask is None:
+            return None
+        hit = self._masks.get((dtype, group))
+        if hit is None:
+            m = self.mask
+            if group > 1:  # folded rows are ordered (query head of the group, token)
+                m = m.repeat(1, 1, group, 1)
+            hit = self._masks[(dtype, group)] = m.to(dtype)
+        return hit
+
+
+@dataclass
+class Gather:
+    rows: torch.Tensor  # packed-token rows of this sequence's new tokens
+    slots: torch.Tensor  # pool slots of its past + new tokens (scattered blocks)
+    past: int
+
+
+@dataclass
+class DecodePlan:
+    groups: list[Group]
+    gathers: list[Gather]
+    rest: list[int]  # sequences this plan leaves to the caller (e.g. a long scattered past)
+
+
+Read = Union[slice, torch.Tensor]
+
+
+def _mask(past: list[int], L: int, keys: int) -> Optional[torch.Tensor]:
+    """Additive [n, 1, L, keys]: member i's token l (position past[i] + l) sees keys 0..past[i] + l."""
+    if L == 1 and all(p + 1 == keys for p in past):
+        return None
+    kpos = torch.arange(keys)
+    qpos = torch.tensor(past)[:, None] + torch.arange(L)[None, :]  # [n, L]
+    allowed = kpos[None, None, :] <= qpos[..., None]
+    return torch.zeros(allowed.shape).masked_fill_(~allowed, float("-inf"))[:, None]
+
+
+def plan_decode(starts: list[int], lengths: list[int], pasts: list[int], reads: list[Read], pool_slots: int,
+                long_rest: Optional[int] = None, long_slices: bool = False) -> DecodePlan:
+    """Group the sequences of a step (their packed-row starts, new-token counts, past lengths and pool reads:
+    a slice of consecutive slots or an index of scattered ones). ``long_rest``: sequences with more keys than
+    this and a scattered past (with ``long_slices``, any past: the pool's dtype differs from the query's, so
+    a view would be copied whole) are left to the caller (``rest``), which reads them block by block."""
+    groups: list[Group] = []
+    gathers: list[Gather] = []
+    rest: list[int] = []
+    runs: dict[int, list[tuple[int, int, int]]] = {}  # L -> (slot start, keys, seq)
+    for i, (r, L, p) in enumerate(zip(reads, lengths, pasts)):
+        if long_rest is not None and p + L > long_rest and (long_slices or not isinstance(r, slice)):
+            rest.append(i)
+        elif isinstance(r, slice):
+            runs.setdefault(L, []).append((r.start, p + L, i))
+        else:
+            gathers.append(Gather(torch.arange(starts[i], starts[i] + L), r, p))
+
+    def close(members: list[tuple[int, int, int]], L: int) -> None:
+        keys = max(k for _, k, _ in members)
+        stride = members[1][0] - members[0][0] if len(members) > 1 else 0
+        idx = [s for _, _, s in members]
+        rows = torch.tensor([starts[s] + j for s in idx for j in range(L)], dtype=torch.long)
+        past = [pasts[s] for s in idx]
+        groups.append(Group(rows, members[0][0], stride, len(members), L, keys, past, _mask(past, L, keys)))
+
+    for L, items in runs.items():
+        items.sort()
+        cur: list[tuple[int, int, int]] = []
+        for it in items:
+            if cur:
+                keys = max(it[1], max(k for _, k, _ in cur))
+                stride_ok = len(cur) == 1 or it[0] - cur[-1][0] == cur[1][0] - cur[0][0]
+                fits = it[0] + keys <= pool_slots
+                padded_ok = (len(cur) + 1) * keys <= MAX_PAD * (sum(k for _, k, _ in cur) + it[1])
+                if not (stride_ok and fits and padded_ok):
+                    close(cur, L)
+                    cur = []
+            cur.append(it)
+        close(cur, L)
+    return DecodePlan(groups, gathers, rest)
+
+
+def _attend(qg: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
+            n: int, L: int, KV: int, group: int, D: int) -> torch.Tensor:
+    """qg [n, L, H, D]; k/v [n, KV, keys, D] -> [n * L, H, D] (kv head's query heads folded into rows)."""
+    if k.dtype != qg.dtype:
+        k, v = k.to(qg.dtype), v.to(qg.dtype)
+    if L == 1:
+        qf = qg.view(n, KV, group, D)
+    else:
+        qf = qg.view(n, L, KV, group, D).permute(0, 2, 3, 1, 4).reshape(n, KV, group * L, D)
+    out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=scale)
+    if L == 1:
+        return out.reshape(n, KV * group, D)
+    return out.view(n, KV, group, L, D).permute(0, 3, 1, 2, 4).reshape(n * L, KV * group, D)
+
+
+def run_plan(plan: DecodePlan, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, scale: float,
+             out: torch.Tensor) -> torch.Tensor:
+    """Attention of the packed q [T, H, D] for every sequence the plan covers, written into out's rows."""
+    KV, S, D = k_cache.shape
+    H = q.shape[1]
+    group = H // KV
+    sk, ss = k_cache.stride(0), k_cache.stride(1)
+    for g in plan.groups:
+        if g.n == 1:  # a view of one past: slicing beats as_strided's bounds checks
+            k = k_cache[None, :, g.start:g.start + g.keys]
+            v = v_cache[None, :, g.start:g.start + g.keys]
+        else:
+            shape, strides = (g.n, KV, g.keys, D), (g.stride * ss, sk, ss, k_cache.stride(2))
+            k = k_cache.as_strided(shape, strides, k_cache.storage_offset() + g.start * ss)
+            v = v_cache.as_strided(shape, strides, v_cache.storage_offset() + g.start * ss)
+        rows = g.rows
+        contiguous = int(rows[-1]) - int(rows[0]) + 1 == len(rows)
+        qg = q[int(rows[0]):int(rows[0]) + len(rows)] if contiguous else q.index_select(0, rows)
+        o = _attend(qg, k, v, g.mask_as(q.dtype, group if g.L > 1 else 1), scale, g.n, g.L, KV, group, D)
+        if contiguous:
+            out[int(rows[0]):int(rows[0]) + len(rows)] = o
+        else:
+            out.index_copy_(0, rows, o)
+    for ga in plan.gathers:
+        L = len(ga.rows)
+        k = k_cache.index_select(1, ga.slots)[None]
+        v = v_cache.index_select(1, ga.slots)[None]
+        mask = _mask([ga.past], L, ga.past + L)
+        if mask is not None:
+            mask = (mask.repeat(1, 1, group, 1) if L > 1 else mask).to(q.dtype)
+        out.index_copy_(0, ga.rows, _attend(q.index_select(0, ga.rows), k, v, mask, scale, 1, L, KV, group, D))
+    return out
+
+
+def paged_decode_attention_cpu(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                               block_tables: Optional[torch.Tensor], seq_lens: Optional[torch.Tensor],
+                               scale: float, block_size: int, k_scale: Optional[torch.Tensor] = None,
+                               v_scale: Optional[torch.Tensor] = None, max_len: Optional[int] = None,
+                               plan: Optional[DecodePlan] = None) -> torch.Tensor:
+    """The kernels' contract (q [B, H, D], one new token per sequence, its key already in the pool) or, with
+    ``plan`` (``plan_decode``; the engine builds it once per step), packed q [T, H, D] of short steps.
+    FP8 pools (scales) go to the reference, which dequantizes per sequence."""
+    if k_scale is not None or v_scale is not None:
+        from engine.kernels.decode_attention import paged_decode_attention_torch
+        return paged_decode_attention_torch(q, k_cache, v_cache, block_tables, seq_lens, scale, block_size,
+                                            k_scale, v_scale, max_len)
+    if plan is None:
+        lens = [int(n) for n in seq_lens]
+        reads: list[Read] = []
+        for b, n in enumerate(lens):
+            blocks = block_tables[b, :-(-n // block_size)].long()
+            if len(blocks) == 0 or bool((blocks[1:] - blocks[:-1] == 1).all()):
+                first = int(blocks[0]) * block_size if len(blocks) else 0
+                reads.append(slice(first, first + n))
+            else:
+                reads.append((blocks[:, None] * block_size + torch.arange(block_size)).flatten()[:n])
+        B = q.shape[0]
+        plan = plan_decode(list(range(B)), [1] * B, [n - 1 for n in lens], reads, k_cache.shape[1])
+    return run_plan(plan, q, k_cache, v_cache, scale, torch.empty_like(q))
