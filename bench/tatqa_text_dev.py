@@ -44,6 +44,7 @@ def main() -> None:
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--show-wrong", type=int, default=0)
     ap.add_argument("--kind", default="", help="only questions of this text_spans kind")
+    ap.add_argument("--source", default="", help="only questions of this answer_from (text, table-text)")
     ap.add_argument("--supported-only", action="store_true", help="--show-wrong: only wrong supported answers")
     args = ap.parse_args()
     if not DATA.exists():
@@ -63,7 +64,7 @@ def main() -> None:
                 if q["answer_from"] == "table" or q["answer_type"] == "arithmetic":
                     continue
                 kind = ask_of(q["question"]).kind
-                if args.kind and kind != args.kind:
+                if (args.kind and kind != args.kind) or (args.source and q["answer_from"] != args.source):
                     continue
                 passages = passages or chunks_of(ctx, Path(t))
                 qw = content_words(q["question"])

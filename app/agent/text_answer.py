@@ -19,6 +19,7 @@ import math
 import re
 
 from app.agent.text import content_words, stem
+from app.agent.text_answer_table import row_terms, table_years
 from app.agent.text_spans import Ask, ask_of, extract
 from app.agent.verify import verify_text
 from ingest.sentences import sentence_spans
@@ -162,6 +163,13 @@ def text_answer(question: str, passages: list[dict], full_question: str | None =
                     "related": []}
         if tried >= TRY:
             break
+    found = table_years(ask, question, passages[:MAX_PASSAGES])
+    if found:
+        span, p, quote = found
+        row_ask = Ask(ask.kind, ask.years, row_terms(ask), ask.multi, question=ask.question)
+        ok, _why = verify_text(row_ask, question, span, quote, weights)
+        if ok:
+            return {"answer": span, "citations": [citation(p, quote)], "supported": True, "related": []}
     return None
 
 

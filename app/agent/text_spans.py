@@ -34,7 +34,8 @@ DATES = [  # most specific first
 ]
 DURATION = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
                       r"twenty|thirty|forty|fifty)(?:\s+to\s+\d+(?:\.\d+)?)?[\s-]+(?:years?|months?|weeks?|days?)\b"
-                      r"|\b(?:annually|quarterly|monthly|weekly|daily|semi-annually|indefinite(?:ly)?)\b", re.I)
+                      r"|\b(?:annually|quarterly|monthly|weekly|daily|semi-annually|indefinite(?:ly)?)\b"
+                      r"|\b(?:an? )?(?:annual|quarterly|monthly) basis\b", re.I)
 CAUSE = re.compile(r"\b(?:(?:primarily|mainly|largely|principally|partially|partly|mostly|in part|chiefly)\s+)?"
                    r"(?:due to|as a result of|attributable to|driven by|resulting from|result of|because(?: of)?|"
                    r"owing to|caused by|reflect(?:s|ing|ed)?|on account of|following|in order to|to (?=[a-z]+\b))",
@@ -86,13 +87,14 @@ def ask_of(question: str) -> Ask:
         re.search(r"\b(?:in|for|of|at|during|as of)\b[^?]*\d{4}\s*(?:,|and)\s*\d{4}", ql)) and not re.search(
         r"\b(?:change|differ|increase|decrease|grow|growth|average|total|sum|ratio|between)\b", ql)
     kind = "text"
-    if re.match(r"^(?:why|for what reason)\b", ql) or re.search(
+    if re.search(r"(?:^|,\s*)(?:why|for what reason)\b", ql) or re.search(
             r"\b(?:reasons?|what (?:caused|led to|drove|resulted in|contributed)|due to what|attributable to what|"
             r"what (?:was|were|is|are) (?:the )?(?:main |primary |key )?(?:drivers?|causes?|factors?))\b", ql):
         kind = "reason"
     elif re.search(r"\b(?:which|what|in which|during which)\s+(?:fiscal\s+)?(?:years?|periods?)\b", ql):
         kind = "years"
-    elif re.match(r"^(?:when|by when|as of when|since when)\b", ql):
+    elif re.match(r"^(?:when|by when|as of when|since when)\b", ql) or re.search(
+            r"\b(?:what|which) (?:is|was|are|were) the (?:[\w-]+ ){0,3}(?:date|deadline)s?\b", ql):
         kind = "date"
     elif re.search(r"\bhow long\b|\bover what (?:duration|period)|\bhow often\b|\b(?:what|which) (?:is|was|are|were) "
                    r"the (?:\w+ )?(?:term|duration|useful lives?|life|period)\b", ql):
@@ -171,7 +173,7 @@ def _key_share(text: str, words: set[str]) -> float:
 
 
 YEAR_AFTER = re.compile(r"^\s*(?:for|in|during|at|as of|of|from)?\s*(?:the\s+)?(?:fiscal\s+)?(?:years?|quarters?|"
-                        r"periods?|months?|financial year)?\s*(?:ended|ending)?\s*(?:[A-Z][a-z]+\.?\s+\d{1,2},?\s*|"
+                        r"periods?|months?|financial year|full year)?\s*(?:ended|ending)?\s*(?:[A-Z][a-z]+\.?\s+\d{1,2},?\s*|"
                         r"\d{1,2}\s+[A-Z][a-z]+\s+)?(?:fiscal\s+|fy\s*)?$", re.I)
 YEAR_BEFORE = re.compile(r"^\s*(?:[:)]|,)?\s*(?:was|were|is|of|totall?ed|amounted to|were approximately|"
                          r"was approximately)?\s*$", re.I)
@@ -199,14 +201,19 @@ def year_series(sentence: str) -> list[str]:
     return [y.group(0) for y in YEAR.finditer(m.group(0))] if m else []
 
 
-def pick_figure(ask: Ask, sentence: str, percent: bool | None) -> list[str]:
+NUMBER_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+
+
+def pick_figure(ask: Ask, sentence: str, percent: bool | None, money: bool = True) -> list[str]:
     """The figure(s) answering ``ask`` in ``sentence``: aligned with the question's years where the sentence
     lists values by year, else the figure nearest the question's words (and its year)."""
-    found = amounts(sentence, percent)
+    asked = {re.sub(r"[^\d.]", "", f) for f in re.findall(r"\d[\d,]*(?:\.\d+)?", ask.question)}
+    found = [m for m in amounts(sentence, percent) if re.sub(r"[^\d.]", "", m.group(0)) not in asked
+             and (money or not re.match(r"[$€£¥₹]|US\$|RMB|INR|EUR|USD|GBP", m.group(0).strip().lstrip("(-")))]
     if not found:
         return []
     series = year_series(sentence)
-    values = [m.group(0).strip() for m in found]
+    values = [_clean(m.group(0)) for m in found]
     if ask.years and series and re.search(r"respectively", sentence, re.I) and len(values) >= len(series):
         vals = values[-len(series):] if len(values) > len(series) else values
         picked = [vals[series.index(y)] for y in ask.years if y in series]
@@ -235,13 +242,23 @@ def pick_figure(ask: Ask, sentence: str, percent: bool | None) -> list[str]:
     if ask.multi and len(ask.years) >= 2:
         others = sorted((m for _, _, m in scored[1:len(ask.years)]), key=lambda m: m.start())
         out = sorted([best] + others, key=lambda m: m.start())
-        out = [m.group(0).strip() for m in out]
+        out = [_clean(m.group(0)) for m in out]
     return out
+
+
+def _clean(span: str) -> str:
+    """A figure without an unbalanced parenthesis: "(53%" -> "53%", "(1,234)" kept (a negative)."""
+    span = span.strip()
+    if span.startswith("(") and not span.endswith(")"):
+        span = span[1:]
+    if span.endswith(")") and "(" not in span:
+        span = span[:-1]
+    return span.strip()
 
 
 def _with_qualifier(sentence: str, m: re.Match) -> str:
     q = QUALIFIER.search(sentence[:m.start()])
-    span = m.group(0).strip()
+    span = _clean(m.group(0))
     return (q.group(0) + span) if q else span
 
 
@@ -254,13 +271,15 @@ def extract(ask: Ask, sentence: str) -> str | None:
             vals = pick_figure(ask, s, None)
         return " and ".join(vals) if vals else None
     if ask.kind == "count":
-        for m in sorted(amounts(s, False), key=lambda m: -_near(s, m.start(), ask.key | {ask.count_noun})):
-            if re.match(r"[$€£¥₹]", m.group(0).strip().lstrip("(")):
-                continue
-            tail = re.match(r"\s+([A-Za-z-]+)", s[m.end():])
-            noun = tail.group(1) if tail and ask.count_noun and stem(tail.group(1).lower()) == ask.count_noun else ""
-            return (_with_qualifier(s, m) + (" " + noun if noun else "")).strip()
-        return None
+        vals = pick_figure(ask, s, False, money=False)
+        if not vals:
+            m = re.search(rf"\b({NUMBER_WORDS})\s+(?:[a-z-]+\s+)?([a-z-]+)", s, re.I)
+            return m.group(1) if m and ask.count_noun and stem(m.group(2).lower()) == ask.count_noun else None
+        if ask.multi:
+            return " and ".join(vals)
+        m = re.search(re.escape(vals[0]) + r"\s+([A-Za-z-]+)", s)
+        noun = m.group(1) if m and ask.count_noun and stem(m.group(1).lower()) == ask.count_noun else ""
+        return (vals[0] + (" " + noun if noun else "")).strip()
     if ask.kind == "date":
         for rx in DATES:
             hits = [m for m in rx.finditer(s) if m.group(0) not in ask.years and not any(
@@ -271,7 +290,7 @@ def extract(ask: Ask, sentence: str) -> str | None:
         return None
     if ask.kind == "years":
         ys = [y for y in dict.fromkeys(m.group(0) for m in YEAR.finditer(s))]
-        return (" and ".join(ys) if ask.multi or re.search(r"\byears\b", " ".join(ask.key)) else ys[0]) if ys else None
+        return (" and ".join(ys) if ask.multi or re.search(r"\byears\b", ask.question.lower()) else ys[0]) if ys else None
     if ask.kind == "duration":
         hits = list(DURATION.finditer(s))
         if not hits:
