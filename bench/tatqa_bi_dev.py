@@ -5,6 +5,9 @@ through the agent graph with ``doc_ids`` = that document, stopping where the gra
 
     nice -n 10 .venv/bin/python bench/tatqa_bi_dev.py --contexts 20 [--offset 0] [--show-wrong]
 
+Columns: EM|bi is EM over the BI answers; sup counts BI answers marked ``supported`` and P|sup is the
+share of those that are right (supported precision). ``--dump FILE`` writes one JSON line per question.
+
 Scoring: numeric answers match within 1% (or 0.01 absolute) of the gold value, also when the gold
 is stated in a different scale (percent vs ratio); span answers by normalised containment. Only the
 BI answers are scored; a question handed over to RAG counts as unanswered here (``lexicon eval``
@@ -26,6 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "eval" / "tatqa-dev" / "tatqa_dataset_dev.json"
 NUM = re.compile(r"[-−–]?\$?\(?\d[\d,]*(?:\.\d+)?")
+
+
+def answer_statement(text: str) -> str:
+    try:
+        from app.evaluation.scoring import answer_statement as statement
+        return statement(text)
+    except ImportError:
+        return text
 
 
 def render(ctx: dict) -> str:
@@ -109,6 +120,7 @@ def main() -> int:
     ap.add_argument("--show-wrong", action="store_true")
     ap.add_argument("--only", default="", help="answer_type:answer_from filter, e.g. arithmetic:table")
     ap.add_argument("--data-dir", default="")
+    ap.add_argument("--dump", default="", help="write one JSON line per question here")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"SKIP: {DATA} is absent")
@@ -132,6 +144,7 @@ def main() -> int:
     docs_dir = data_dir / "docs"
     docs_dir.mkdir(exist_ok=True)
     stats: dict = defaultdict(Counter)
+    dump = open(args.dump, "w") if args.dump else None
     t0 = time.time()
     for ci, ctx in enumerate(contexts):
         path = docs_dir / f"tatqa_{args.offset + ci * args.stride:03d}.html"
@@ -144,7 +157,7 @@ def main() -> int:
             kind = f"{q['answer_type']}:{q['answer_from']}"
             if args.only and kind != args.only:
                 continue
-            route, answer = "rag", ""
+            route, answer, supported = "rag", "", False
             try:
                 for upd in graph.stream(turn_input("tatqa", q["question"], "auto", [res.doc_id]),
                                         stream_mode="updates"):
@@ -153,11 +166,13 @@ def main() -> int:
                     if "bi" in upd:
                         route = upd["bi"].get("route", "rag")
                         answer = upd["bi"].get("answer", "")
+                        supported = bool(upd["bi"].get("supported"))
                         break
             except Exception as exc:  # the caller saw an exception: a bug
                 route, answer = "error", f"{type(exc).__name__}: {exc}"
-            ok = route == "bi" and correct(answer, q)
-            f1 = f1_of(answer, q) if route == "bi" else 0.0
+            stated = answer_statement(answer)  # without the Rows used / Source / SQL lines, as lexicon eval scores
+            ok = route == "bi" and correct(stated, q)
+            f1 = f1_of(stated, q) if route == "bi" else 0.0
             stats[kind]["f1"] += f1
             stats["ALL"]["f1"] += f1
             s = stats[kind]
@@ -167,17 +182,27 @@ def main() -> int:
             stats["ALL"]["n"] += 1
             stats["ALL"][route] += 1
             stats["ALL"]["em"] += ok
+            for k in (kind, "ALL"):
+                stats[k]["sup"] += supported
+                stats[k]["sup_ok"] += supported and ok
+            if dump is not None:
+                dump.write(json.dumps({"kind": kind, "question": q["question"], "gold": q["answer"],
+                                       "scale": q["scale"], "route": route, "supported": supported, "em": ok,
+                                       "answer": answer}) + "\n")
             if args.show_wrong and route in ("bi", "error") and not ok or (args.show_wrong and kind == "arithmetic:table" and route != "bi"):
                 print(f"--- [{kind}] {q['question']}\n    gold {q['answer']} ({q['scale']}) via {q['derivation']!r}"
                       f"\n    {route}: {answer[:300]}")
     kb.close()
     print(f"\n{len(contexts)} contexts in {time.time() - t0:.0f} s")
-    print(f"{'type:source':28s} {'n':>5s} {'bi':>5s} {'rag':>5s} {'err':>4s} {'EM':>6s} {'F1':>6s} {'EM|bi':>6s}")
+    print(f"{'type:source':28s} {'n':>5s} {'bi':>5s} {'rag':>5s} {'err':>4s} {'EM':>6s} {'F1':>6s} {'EM|bi':>6s} "
+          f"{'sup':>5s} {'P|sup':>6s}")
     for kind, s in sorted(stats.items()):
         em = 100 * s["em"] / max(1, s["n"])
         prec = 100 * s["em"] / max(1, s["bi"])
         f1 = 100 * s["f1"] / max(1, s["n"])
-        print(f"{kind:28s} {s['n']:5d} {s['bi']:5d} {s['rag']:5d} {s['error']:4d} {em:6.1f} {f1:6.1f} {prec:6.1f}")
+        sup_p = 100 * s["sup_ok"] / max(1, s["sup"])
+        print(f"{kind:28s} {s['n']:5d} {s['bi']:5d} {s['rag']:5d} {s['error']:4d} {em:6.1f} {f1:6.1f} {prec:6.1f} "
+              f"{s['sup']:5d} {sup_p:6.1f}")
     return 0
 
 

@@ -83,6 +83,21 @@ def scope_tables(tables: list, question: str, doc_ids: Optional[list[str]]) -> t
     return tables, "documents passed" if doc_ids else "all documents"
 
 
+def tables_in_scope(kb, tenant: str, tables: list, question: str, doc_ids: Optional[list[str]],
+                    cs=None) -> tuple[list, str]:
+    """``scope_tables`` after the companies the question names (``company_scope``, or ``cs`` computed): a
+    named company no document in scope is about leaves no table; a matched one keeps only its documents'."""
+    from app.agent.company_scope import company_scope
+
+    if cs is not None or (kb is not None and tenant):
+        cs = cs if cs is not None else company_scope(kb, tenant, question, doc_ids)
+        if cs.out_of_scope:
+            return [], f"no document in scope is about {', '.join(cs.missing)}"
+        if cs.doc_ids:
+            return [t for t in tables if t.doc_id in set(cs.doc_ids)], "documents of the company named"
+    return scope_tables(tables, question, doc_ids)
+
+
 @dataclass
 class Candidate:
     view: TableView
@@ -112,8 +127,10 @@ def load_views(kb, tenant: str, tables: list, cache: dict) -> list[TableView]:
     return out
 
 
-def rank_tables(views: list[TableView], phrase: str, vcache: Optional[VectorCache], top: int = 6) -> list[Candidate]:
-    """Tables by 0.5 * dense cosine + 0.5 * share of the question's words found in the description."""
+def rank_tables(views: list[TableView], phrase: str, vcache: Optional[VectorCache], top: int = 6,
+                statements: Optional[list[str]] = None) -> list[Candidate]:
+    """Tables by 0.5 * dense cosine + 0.5 * share of the question's words found in the description, + 0.25
+    for a table of a statement the question names as its source ("based on the balance sheet")."""
     if not views:
         return []
     words = content_words(phrase)
@@ -125,5 +142,7 @@ def rank_tables(views: list[TableView], phrase: str, vcache: Optional[VectorCach
     else:
         dense = np.zeros(len(views))
     score = 0.5 * dense + 0.5 * lex
+    if statements:
+        score = score + 0.25 * np.array([getattr(v.info, "statement", "") in statements for v in views])
     order = np.argsort(-score)[:top]
     return [Candidate(views[i], float(score[i])) for i in order]

@@ -109,7 +109,9 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
             lex -= 0.15
         d = float(max(0.0, min(1.0, (dense[i] - 0.2) / 0.6)))
         score = 0.75 * lex + 0.25 * d if matched else 0.6 * d * (d > 0.7)
-        first = min((pos[w] for w in matched if w in pos), default=10_000)
+        # where the question names the row: its last-appearing word's first occurrence ("net sales to cost of
+        # sales": "cost of sales" is named where "cost" is, not where the shared "sales" first occurs)
+        first = max((pos[w] for w in matched if w in pos), default=10_000)
         out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first))
     out.sort(key=lambda m: -m.score)
     return out

@@ -10,9 +10,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from app.agent.bi_catalog import load_views, rank_tables, scope_tables, vector_cache
+from app.agent.bi_catalog import load_views, rank_tables, tables_in_scope, vector_cache
 from app.agent.bi_ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
                                  match_rows, period_order)
+from app.agent.bi_grounding import grounding_doubts
+from app.agent.bi_instructions import read
+from app.agent.company_scope import CompanyScope, company_scope, without_companies
 from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period  # noqa: F401 (re-exported)
 from app.agent.bi_program import Operand, Program
 from app.agent.bi_question import ParsedQuestion, entity_text, parse_question
@@ -34,10 +37,13 @@ class PlanResult:
 
 def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_ids=None,
                   encode: Optional[Callable] = None) -> PlanResult:
-    pq = parse_question(question)
+    rd = read(question)  # the question without instructions; a definition rewritten as an operation
+    cs = company_scope(kb, tenant, question, doc_ids) if kb is not None and tenant else CompanyScope()
+    rd.question, rd.fallback = without_companies(rd.question, cs.matched), without_companies(rd.fallback, cs.matched)
+    pq = parse_question(rd.question)
     if pq.text_intent:
         return PlanResult(None, "a question about the text (why / how / what it means), not a figure")
-    in_scope, why = scope_tables(tables, question, doc_ids)
+    in_scope, why = tables_in_scope(kb, tenant, tables, question, doc_ids, cs)
     if not in_scope:
         return PlanResult(None, "no table in the documents in scope", why)
     if len(_VIEWS) > 2000:
@@ -45,8 +51,27 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     views = load_views(kb, tenant, in_scope, _VIEWS)
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
         encode = vector_cache(kb.embedder).encode
-    cands = rank_tables(views, entity_text(pq.phrase) or pq.phrase,
-                        vector_cache(kb.embedder) if kb is not None and encode is not None else None)
+    vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
+    best, tried = _best_program(views, pq, rd.statements, vcache, encode)
+    if rd.fallback and (best is None or not best.grounded):  # "current ratio": its usual definition
+        alt, alt_tried = _best_program(views, parse_question(rd.fallback), rd.statements, vcache, encode)
+        tried += alt_tried
+        if alt is not None and alt.confidence >= CONFIDENT and (best is None or alt.grounded):
+            alt.notes.append(f"{rd.definition} (the usual definition)")
+            best = alt
+    if best is None:
+        return PlanResult(None, "no table in scope has the rows and periods the question names", why, tried)
+    if best.confidence < CONFIDENT:
+        return PlanResult(None, f"not confident ({best.confidence:.2f}) that {best.table.title!r} answers it",
+                          why, tried)
+    return PlanResult(best, "ok", why, tried)
+
+
+def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, encode) -> tuple[Optional[Program], list]:
+    """The best program over the catalogue's candidates: grounded before not, then by confidence; a table of
+    the statement the question names as its source ("primarily in the balance sheet") first."""
+    cands = rank_tables(views, entity_text(pq.phrase) or pq.phrase, vcache, top=8 if statements else 6,
+                        statements=statements)
     best: Optional[Program] = None
     tried = []
     for cand in cands:
@@ -54,15 +79,16 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
         if prog is None:
             continue
         prog.confidence += 0.1 * cand.score
-        tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}")
-        if best is None or prog.confidence > best.confidence:
+        if statements and getattr(cand.view.info, "statement", "") in statements:
+            prog.confidence += 0.05
+        tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}{'' if prog.grounded else ' ?'}")
+        if best is None or _rank(prog) > _rank(best):
             best = prog
-    if best is None:
-        return PlanResult(None, "no table in scope has the rows and periods the question names", why, tried)
-    if best.confidence < CONFIDENT:
-        return PlanResult(None, f"not confident ({best.confidence:.2f}) that {best.table.title!r} answers it",
-                          why, tried)
-    return PlanResult(best, "ok", why, tried)
+    return best, tried
+
+
+def _rank(prog: Program) -> tuple:
+    return prog.confidence >= CONFIDENT, prog.grounded, prog.confidence
 
 
 def build_program(view: TableView, pq: ParsedQuestion, encode=None) -> Optional[Program]:
@@ -86,6 +112,7 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None) -> Optional[
     if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
         return None
     prog.confidence = _confidence(view, pq, matches, prog)
+    prog.doubts = grounding_doubts(view, pq, matches, prog)
     return prog
 
 
@@ -95,13 +122,11 @@ def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], pr
     row_score = min(scores) if scores else 0.0
     if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min")):  # over all rows: the column decides
         row_score = max(row_score, 0.7)
-    explained = set()
-    for o in prog.operands:
-        explained |= content_words(o.row.text) | content_words(o.col.title)
-    explained |= content_words(view.info.title or "") | content_words(getattr(view.info, "section", "") or "")
     from app.agent.bi_ground import expanded_words
+    texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
+    explained = expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
     want = content_words(entity_text(pq.phrase))
-    covered = len(want & expanded_words(" ".join(sorted(explained)))) / max(1, len(want)) if want else 0.5
+    covered = len(want & explained) / max(1, len(want)) if want else 0.5
     return 0.6 * min(1.0, row_score) + 0.4 * covered
 
 
@@ -219,7 +244,9 @@ def _ratio(view, pq, matches, cols_named):
         a, b = two
         if pq.reversed_ratio:
             a, b = b, a
-        if a.row.is_total and not b.row.is_total:  # "the share of the total that is X": total divides
+        # "the share of the total that is X": a row named a total divides (a subtotal such as net sales,
+        # marked total by the table reader, is not taken for one)
+        if a.row.is_total and not b.row.is_total and "total" in a.row.label.lower() and pq.wants_total:
             a, b = b, a
         rows = [a.row, b.row]
     else:

@@ -33,6 +33,13 @@ class Program:
     percent: bool = False  # ratio stated as a percentage
     confidence: float = 0.0
     notes: list[str] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)  # why the cells may not be what was asked (empty: grounded)
+
+    @property
+    def grounded(self) -> bool:
+        """Rows named by the question with high confidence, the periods asked present as its columns, the
+        table from the document in scope: only then is the answer ``supported``."""
+        return not self.doubts
 
     @property
     def table(self):

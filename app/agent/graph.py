@@ -1,21 +1,28 @@
 """The agent graph: route -> (bi | read_long | retrieve -> grade -> answer_rag) -> cite -> finish.
 
+A question naming a company that no document in scope is about goes straight to finish with "the documents
+do not contain" (``company_scope``), in every mode.
+
 A route that cannot answer hands over to retrieval RAG (BI with no matching table, a dossier that does
 not fit the context budget). Threads persist through a LangGraph checkpointer: SQLite at
 ``settings.resolved_checkpoint_url`` by default, Postgres when that is a postgres URL.
 """
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
+from app.agent.company_scope import company_scope, not_in_documents_text
 from app.agent.nodes_bi import bi_confident, make_bi_node
 from app.agent.nodes_long import make_long_node, wants_long
 from app.agent.nodes_rag import make_rag_nodes
 from app.agent.state import AgentDeps, AgentState, stream_final_text
+
+log = logging.getLogger(__name__)
 
 
 def make_checkpointer(url: str):
@@ -45,6 +52,9 @@ def build_graph(deps: AgentDeps, checkpointer=None):
 
     def route(state: AgentState) -> dict:
         mode = state.get("mode") or "auto"
+        named = named_elsewhere(state)
+        if named:  # a company no document in scope is about: never answered from another company's files
+            return {"route": "none", "answer": named, "supported": False, "citations": []}
         if mode != "auto":
             return {"route": mode}
         q = state["question"]
@@ -54,8 +64,16 @@ def build_graph(deps: AgentDeps, checkpointer=None):
         follow_up = bool(previous) and (previous[-1].get("answer") or {}).get("route") == "long"
         return {"route": "long" if wants_long(q) or follow_up else "rag"}
 
-    def after_route(state: AgentState) -> Literal["bi", "read_long", "retrieve"]:
-        return {"bi": "bi", "long": "read_long"}.get(state["route"], "retrieve")
+    def named_elsewhere(state: AgentState) -> str:
+        try:
+            cs = company_scope(deps.kb, state["tenant"], state["question"], state.get("doc_ids"))
+        except Exception:  # the check never blocks a question
+            log.exception("company scope failed")
+            return ""
+        return not_in_documents_text(cs) if cs.out_of_scope else ""
+
+    def after_route(state: AgentState) -> Literal["bi", "read_long", "retrieve", "finish"]:
+        return {"bi": "bi", "long": "read_long", "none": "finish"}.get(state["route"], "retrieve")
 
     def after_bi(state: AgentState) -> Literal["finish", "retrieve"]:
         return "finish" if state["route"] == "bi" else "retrieve"

@@ -13,7 +13,7 @@ import re
 from typing import Any, Optional
 
 from app import prompts
-from app.agent.bi_catalog import scope_tables
+from app.agent.bi_catalog import tables_in_scope
 from app.agent.bi_format import answer_text, column_title, lookup_text  # noqa: F401 (re-exported)
 from app.agent.bi_planner import PlanResult, plan_question
 from app.agent.bi_program import ARITHMETIC, Program, fmt
@@ -37,12 +37,17 @@ def chart_spec(prog: Program, columns: list[str], rows: list[list], title: str) 
     if not ops or any(not isinstance(o.cell.value, (int, float)) for o in ops):
         return None
     if prog.single_row or prog.op in ("lookup", "max", "min"):
+        # one series per line item, named by its row label; period bars run oldest -> newest
         by_row: dict = {}
         for o in ops:
-            by_row.setdefault(o.row.label, []).append(o)
-        data = [{"type": "bar", "name": label, "x": [o.col.period.label() if o.col.period else o.col.title
-                                                         for o in os_], "y": [o.cell.value for o in os_]}
-                for label, os_ in by_row.items()]
+            by_row.setdefault(id(o.row), []).append(o)
+        data = []
+        for os_ in by_row.values():
+            if all(o.col.period is not None for o in os_):
+                os_ = sorted(os_, key=lambda o: (o.col.period.year, o.col.period.quarter or 0))
+            data.append({"type": "bar", "name": os_[0].row.label,
+                         "x": [o.col.period.label() if o.col.period else o.col.title for o in os_],
+                         "y": [o.cell.value for o in os_]})
     else:
         data = [{"type": "bar", "name": ops[0].col.title, "x": [o.row.label for o in ops],
                  "y": [o.cell.value for o in ops]}]
@@ -68,7 +73,7 @@ def table_citation(kb, tenant: str, table, needles: list[str]) -> list[dict]:
 
 def in_scope_tables(deps: AgentDeps, state: AgentState) -> list:
     tables = deps.kb.list_tables(state["tenant"])
-    return scope_tables(tables, state["question"], state.get("doc_ids"))[0]
+    return tables_in_scope(deps.kb, state["tenant"], tables, state["question"], state.get("doc_ids"))[0]
 
 
 def plan_for(deps: AgentDeps, state: AgentState) -> PlanResult:
@@ -133,10 +138,12 @@ def make_bi_node(deps: AgentDeps):
             return None
         table = prog.table
         needles = list(dict.fromkeys(o.row.label for o in prog.operands))
-        return {"route": "bi", "sql": sql, "columns": columns, "rows": rows,
-                "answer": answer_text(prog, value, sql),
+        text = answer_text(prog, value, sql)
+        if not prog.grounded:  # stated as found, not supported
+            text += "\nNot verified: " + "; ".join(prog.doubts) + "."
+        return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,
                 "chart": chart_spec(prog, columns, rows, table.title),
-                "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": True}
+                "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": prog.grounded}
 
     def bi(state: AgentState) -> dict:
         try:

@@ -113,6 +113,20 @@ def name_tokens(text: str, naming_part: bool) -> list[str]:
 
 
 def resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -> Scope:
+    """The documents the question is about; a company it names (``company_scope``) bounds the choice."""
+    scope = _resolve(kb, tenant, question, doc_ids)
+    from app.agent.company_scope import company_scope
+
+    try:
+        cs = company_scope(kb, tenant, question, doc_ids)
+    except Exception:  # never blocks a question: the name-profile scope stands
+        return scope
+    if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
+        return Scope(list(cs.doc_ids), scope.query, scope.naming, scope.scores)
+    return scope
+
+
+def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -> Scope:
     naming, asking = split_naming(question)
     tokens = set(name_tokens(naming, True)) | set(name_tokens(asking, False))
     docs = [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]

@@ -87,6 +87,8 @@ def breakdown(rows: list[dict], key: str) -> dict:
 def summarize(rows: list[dict], kind: str) -> dict:
     out = {"n_questions": len(rows), "retrieval": retrieval_block(rows), "answers": answer_block(rows),
            "by_category": breakdown(rows, "category")}
+    if any("supported" in r for r in rows):  # per route: e.g. the BI route's supported precision
+        out["by_route"] = breakdown([r for r in rows if "supported" in r], "route")
     if kind == "cuad":
         clauses = [r for r in rows if r.get("category") not in PREAMBLE]
         out["retrieval_clauses_only"] = retrieval_block(clauses)

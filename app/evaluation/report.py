@@ -53,7 +53,7 @@ def print_summary(summary: dict, header: str) -> None:
                 v = ", ".join(f"{a}={b}" for a, b in v.items())
             main.add_row(f"{block}.{k}", _fmt(v))
     console.print(main)
-    for name in ("by_category", "by_answer_from"):
+    for name in ("by_category", "by_answer_from", "by_route"):
         groups = summary.get(name) or {}
         if not groups:
             continue

@@ -61,6 +61,16 @@ def clause_correct(item: EvalItem, texts: list[str]) -> bool:
     return True
 
 
+PROVENANCE = re.compile(r"\n\s*(?:Source|SQL|Rows used|Not verified|Sources|Citations?):", re.IGNORECASE)
+
+
+def answer_statement(text: str) -> str:
+    """The answer without its provenance lines (a BI answer's "Rows used:", "Source:", "SQL:", "Not
+    verified:"): what is scored as the answer, as TAT-QA scores a predicted answer, not its derivation."""
+    m = PROVENANCE.search(text or "")
+    return (text or "")[:m.start()] if m else (text or "")
+
+
 def text_correct(gold: str, answer: str) -> bool:
     """Approximate, for free-text gold answers: half of the gold's content words occur in the answer."""
     g = {t for t in tokens(gold) if t not in STOP}
@@ -86,10 +96,10 @@ def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
         out["correct"] = (not out["not_found"]) and clause_correct(item, [text] + quotes)
     elif item.scoring == "numeric":
         gold = answer_number(item.answers[0])
-        pred = answer_number(text, gold)
+        pred = answer_number(answer_statement(text), gold)
         out["correct"] = bool(gold and pred and numeric_match(pred, gold, 0.01))
     elif item.scoring == "tatqa":
-        s = tatqa_scores(text, item.meta.get("answer"), item.meta.get("scale") or "")
+        s = tatqa_scores(answer_statement(text), item.meta.get("answer"), item.meta.get("scale") or "")
         out.update(s)
         out["correct"] = bool(s["em"])
     elif item.answers:

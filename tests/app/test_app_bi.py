@@ -28,7 +28,9 @@ def test_revenue_by_year_equals_the_statement(sample_service):
     assert a.rows == [["Revenue", INCOME["Revenue"][2024], INCOME["Revenue"][2023]]]
     assert a.rows == sql_truth(sample_service, a.sql)
     assert "63,918.7" in a.answer and "55,732.4" in a.answer
-    assert a.chart["data"][0]["y"] == [INCOME["Revenue"][2024], INCOME["Revenue"][2023]]
+    # the chart runs oldest -> newest, its series named by the row label
+    assert a.chart["data"][0]["y"] == [INCOME["Revenue"][2023], INCOME["Revenue"][2024]]
+    assert a.chart["data"][0]["x"] == ["2023", "2024"] and a.chart["data"][0]["name"] == "Revenue"
 
 
 def test_growth_is_computed_in_sql(sample_service):

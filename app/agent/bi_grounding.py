@@ -1,0 +1,76 @@
+"""Is a BI program grounded? ``supported`` means the cells are what the question asks, not that SQL ran.
+
+A program is grounded when
+- every row it names is named by the question with high confidence: the row label's words are the
+  question's words or their synonyms ("capital expenditure" ~ "purchases of property, plant and equipment"),
+  or the label's embedding is close to the question's item words with a word in common;
+- the question's item words are explained by the rows, columns and table title used (nothing asked left out);
+- every period the question asks is a column the program reads (or, for a table without period columns, is
+  stated in its title or headers); a table with several periods and a question naming none is a guess;
+- the table is from the document in scope (the planner only sees tables of the documents in scope, and a
+  company the question names restricts that scope, ``company_scope``).
+Otherwise ``doubts`` says why and the answer is given as found, not supported.
+"""
+from __future__ import annotations
+
+from app.agent.bi_ground import expanded_words
+from app.agent.bi_question import ParsedQuestion, entity_text
+from app.agent.text import content_words
+
+ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
+ROW_DENSE = 0.75  # or an embedding this close, sharing a word
+COVER = 0.6  # share of the question's item words the rows, columns and title used explain
+ALL_PERIOD_OPS = ("average", "max", "min")  # over every period when none is named
+
+
+GENERIC = content_words("total amount number value sum balance")  # say how much, not which item
+
+
+def _sole_head(m, matches: list) -> bool:
+    """The label's head word (its last, "inventories" of "Merchandise inventories") is named by the question
+    and no other row of the table has the words matched: the one row it can mean."""
+    words = [w for w in content_words(m.row.label)]
+    head = content_words(m.row.label.split()[-1]) if m.row.label.split() else set()
+    if not words or not head or not head <= m.matched:
+        return False
+    return not any(o is not m and m.matched <= (o.matched | frozenset()) and o.matched for o in matches)
+
+
+def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]:
+    doubts: list[str] = []
+    rows = list({id(o.row): o.row for o in prog.operands}.values())
+    over_all_rows = len(rows) > 2 and (pq.breakdown or prog.op in ("max", "min"))
+    by_row = {id(m.row): m for m in matches}
+    if not over_all_rows:
+        for row in rows:
+            m = by_row.get(id(row))
+            if m is None or not (m.lex >= ROW_LEX or (m.dense >= ROW_DENSE and m.matched) or _sole_head(m, matches)):
+                doubts.append(f"the row {row.label!r} is not clearly what the question names")
+    want = content_words(entity_text(pq.phrase)) - GENERIC
+    if want and not over_all_rows:
+        info = view.info
+        texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
+        explained = expanded_words(" ; ".join(texts + [info.title or "", getattr(info, "section", "") or ""]))
+        covered = len(want & explained) / len(want)
+        if covered < COVER:
+            left = ", ".join(sorted(want - explained))
+            doubts.append(f"the question's words {left!r} are not in the rows used")
+    used = [o.col.period for o in prog.operands if o.col.period is not None]
+    if pq.periods:
+        if view.period_cols:
+            for p in pq.periods:
+                if not any(u.year == p.year and (p.quarter is None or u.quarter == p.quarter) for u in used):
+                    doubts.append(f"{p.label()} is not among the columns used")
+        else:
+            text = " ".join([view.info.title or ""] + [c.title for c in view.cols])
+            for p in pq.periods:
+                if str(p.year) not in text and str(p.year)[2:] not in text:
+                    doubts.append(f"the table has no column for {p.label()}")
+    elif len(periods := {(p.year, p.quarter) for p in (c.period for c in view.period_cols)}) > 1:
+        listed = {(u.year, u.quarter) for u in used}
+        every = prog.op in ALL_PERIOD_OPS or (pq.breakdown and len(used) > 1) or listed >= periods
+        if not every:
+            doubts.append("the question names no period; the newest column was taken")
+    if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
+        doubts.append("a cell is empty")
+    return doubts

@@ -1,0 +1,96 @@
+"""Analyst questions as asked in practice carry instructions around the question: "Answer in USD millions.",
+"Round your answer to two decimal places.", "Base your judgments on the information provided primarily in the
+balance sheet.", "Considering the data in the balance sheet, what is ...", "Here's the question: ...", and
+definitions: "Define working capital ratio as total current assets divided by total current liabilities."
+
+``read(question)`` splits them: the question itself (what the planner parses), the statements named as the
+source (balance sheet, income statement, cash flow statement) and a definition rewritten as an operation
+the planner knows ("the ratio of A to B"), plus the usual definitions of common ratios.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+STATEMENTS = [
+    ("balance_sheet", re.compile(r"\bbalance sheets?\b|\bstatements? of financial (?:position|condition)\b", re.I)),
+    ("income_statement", re.compile(r"\bincome statements?\b|\bstatements? of (?:income|operations|earnings)\b|"
+                                    r"\bp\s?&\s?l\b|\bprofit and loss\b", re.I)),
+    ("cash_flow", re.compile(r"\bcash ?flows? statements?\b|\bstatements? of cash ?flows?\b|\bcash flow\b", re.I)),
+]
+INSTRUCTION = re.compile(
+    r"^\s*(?:please\s+)?(?:answer|state|round|base|provide|address|calculate what|give|respond|report|express|"
+    r"use|using|utili[sz]e|we want|help us|assume|note|show|only|do not|don't|compute|calculate)\b", re.I)
+LEADING = re.compile(r"^\s*(?:considering|using|based on|basing|according to|looking at)\b[^,?]*,\s*",
+                     re.I)
+HERE = re.compile(r"^.*\bhere(?:'|’)?s the question\s*:\s*", re.I | re.S)
+PAREN = re.compile(r"\((?:[^()]*\b(?:round|units?|usd|millions?|billions?|thousands?|percents?|decimal)\b[^()]*)\)",
+                   re.I)
+DEFINE = re.compile(r"\b(?:define|defining)\s+(?P<name>[^.?]+?)\s+as\s*:?\s*(?P<expr>[^.?]+)|"
+                    r"\b(?P<name2>[A-Za-z][\w &/()-]{1,60}?)\s+(?:is|are)\s+defined\s+as\s*:?\s*(?P<expr2>[^?]+?)"
+                    r"(?:\.\s|\.$|$)", re.I)
+DIVIDED = re.compile(r"^\s*(?:the\s+)?(?P<a>.+?)\s+(?:divided by|over|/|to)\s+(?:the\s+)?(?P<b>.+?)\s*$", re.I)
+
+# common ratios as analysts define them: (names, numerator, denominator, as a percentage)
+KNOWN_RATIOS = [
+    (r"working capital ratio|current ratio", "total current assets", "total current liabilities", False),
+    (r"gross (?:profit )?margin", "gross profit", "revenue", True),
+    (r"operating (?:profit )?margin|operating income margin|ebit margin", "operating income", "revenue", True),
+    (r"net (?:profit |income )?margin|profit margin", "net income", "revenue", True),
+    (r"dividend payout ratio", "cash dividends paid", "net income", True),
+    (r"capex (?:to|over|as a (?:%|percent(?:age)?) of) revenue|capital expenditures? (?:to|over|as a "
+     r"(?:%|percent(?:age)?) of) (?:revenue|sales)", "capital expenditure", "revenue", True),
+    (r"(?:total )?debt[- ]to[- ]equity(?: ratio)?", "total debt", "total equity", False),
+    (r"asset turnover(?: ratio)?", "revenue", "total assets", False),
+]
+
+
+@dataclass
+class Read:
+    question: str  # the question alone, rewritten when a definition says what to compute
+    statements: list[str] = field(default_factory=list)  # statement kinds named as the source
+    definition: str = ""  # the definition used, as read
+    fallback: str = ""  # a common ratio's usual definition, tried when the question's own name grounds nothing
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.?!])\s+(?=[A-Z(])", text.strip()) if s.strip()]
+
+
+def _ratio_question(question: str, a: str, b: str, percent: bool) -> str:
+    periods = " ".join(re.findall(r"\b(?:FY\s?'?\d{2,4}|fiscal (?:year )?\d{4}|(?:19|20)\d\d|Q[1-4]\s?(?:FY)?\s?"
+                                  r"'?\d{2,4})\b", question, re.I))
+    what = "percentage" if percent else "ratio"
+    return f"What is the {what} of {a.strip()} to {b.strip()} {periods}?".replace("  ", " ")
+
+
+def read(question: str) -> Read:
+    text = " ".join(question.split())
+    statements = [kind for kind, rx in STATEMENTS if rx.search(text)]
+    text = HERE.sub("", text)
+    kept: list[str] = []
+    definition = ""
+    for s in _sentences(text):
+        m = DEFINE.search(s)
+        if m:
+            definition = f"{m['name'] or m['name2']} = {m['expr'] or m['expr2']}".strip()
+            continue
+        if INSTRUCTION.match(s) and "?" not in s:
+            continue
+        kept.append(LEADING.sub("", s))
+    core = " ".join(kept) or text
+    if any(re.search(r"percent|%", m.group(0), re.I) for m in PAREN.finditer(core)):
+        core = re.sub(r"\b(change|growth|increase|decrease)\b", r"percentage \1", core, count=1, flags=re.I)
+    core = PAREN.sub(" ", core)
+    core = " ".join(core.split())
+    if definition:
+        name, _, expr = definition.partition(" = ")
+        m = DIVIDED.match(expr)
+        if m and not re.search(r"[*+()]|\baverage\b|\bchange\b", expr):
+            return Read(_ratio_question(core, m["a"], m["b"], bool(re.search(r"%|percent", core, re.I))),
+                        statements, definition)
+    for names, a, b, percent in KNOWN_RATIOS:
+        if re.search(rf"\b(?:{names})\b", core, re.I):
+            return Read(core, statements, f"{names.split('|')[0]} = {a} / {b}",
+                        _ratio_question(core, a, b, percent))
+    return Read(core, statements, definition)

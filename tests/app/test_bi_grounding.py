@@ -1,0 +1,108 @@
+"""``supported`` on a BI answer means grounded (rows named by the question, the periods asked present as
+columns, the document in scope), not "the SQL ran"; analyst questions with instructions and definitions
+(FinanceBench style) are read as the question they ask; the chart runs oldest -> newest. Real HTML files
+ingested through the real KnowledgeBase, answers from the real BI node over real SQLite tables."""
+from __future__ import annotations
+
+import pytest
+
+from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+
+TENANT = "bi-grounding"
+
+ACME = """<html><body><h1>Acme Corp annual report 2019</h1>
+<p>Consolidated statements of operations (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th><th>2017</th></tr>
+<tr><td>Net sales</td><td>1,200.0</td><td>1,000.0</td><td>900.0</td></tr>
+<tr><td>Cost of sales</td><td>700.0</td><td>650.0</td><td>600.0</td></tr>
+<tr><td>Gross profit</td><td>500.0</td><td>350.0</td><td>300.0</td></tr>
+<tr><td>Operating income</td><td>300.0</td><td>180.0</td><td>160.0</td></tr>
+</table>
+<p>Consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>December 31, 2019</th><th>December 31, 2018</th></tr>
+<tr><td>Cash and cash equivalents</td><td>150.0</td><td>120.0</td></tr>
+<tr><td>Merchandise inventories</td><td>410.0</td><td>380.0</td></tr>
+<tr><td>Total current assets</td><td>860.0</td><td>700.0</td></tr>
+<tr><td>Accounts payable</td><td>300.0</td><td>280.0</td></tr>
+<tr><td>Total current liabilities</td><td>500.0</td><td>470.0</td></tr>
+<tr><td>Total assets</td><td>2,400.0</td><td>2,100.0</td></tr>
+</table></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from app.agent.state import AgentDeps
+    from ingest.knowledge_base import KnowledgeBase
+
+    settings = small_settings(tmp_path_factory.mktemp("bi-grounding"))
+    kb = KnowledgeBase(settings)
+    path = settings.data_dir / "ACME_2019_10K.html"
+    path.write_text(ACME)
+    res = kb.ingest_file(path, TENANT)
+    assert res.status == "ingested" and res.tables == 2, res
+
+    def no_model():
+        raise AssertionError("the BI route must not need a model")
+
+    yield kb, AgentDeps(kb, settings, no_model), res.doc_id
+    kb.close()
+
+
+def ask(env, question):
+    from app.agent.nodes_bi import make_bi_node
+    from app.agent.state import turn_input
+
+    kb, deps, doc = env
+    return make_bi_node(deps)(turn_input(TENANT, question, "bi", [doc]))
+
+
+def test_grounded_answer_is_supported(env):
+    out = ask(env, "What was the percentage change in gross profit between 2018 and 2019?")
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert "Not verified" not in out["answer"]
+
+
+def test_answer_without_the_period_asked_or_with_words_left_out_is_not_supported(env):
+    # no period named on a three-year table: the newest two were taken, a guess
+    out = ask(env, "What was the change in gross profit?")
+    assert out["route"] == "bi" and out["supported"] is False
+    assert "Not verified: the question names no period" in out["answer"]
+    assert "500 − 350 = 150" in out["answer"]  # what was found is still stated
+    # the question names more than the row used ("widgets in Europe"): found, not supported
+    out = ask(env, "What was the net sales of widgets in Europe in 2019?")
+    assert out["route"] == "bi" and out["supported"] is False and "europe" in out["answer"].lower()
+    # a lookup listing every period is what the table states: supported
+    out = ask(env, "What was the gross profit?")
+    assert out["supported"] is True and out["rows"] == [["Gross profit", 500.0, 350.0, 300.0]]
+
+
+def test_instructions_and_definitions_are_read_as_the_question(env):
+    q = ("Considering the data in the balance sheet, what is Acme's FY2019 working capital ratio? Define working "
+         "capital ratio as total current assets divided by total current liabilities. Round your answer to two "
+         "decimal places.")
+    out = ask(env, q)
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert "860 / 500 = 1.72" in out["answer"]
+    # the usual definition of a common ratio when no row is named so
+    out = ask(env, "What is Acme's current ratio for FY2018?")
+    assert "700 / 470 = 1.49" in out["answer"] and out["supported"] is True
+    q = ("What is the year end FY2019 total amount of inventories for Acme? Answer in USD millions. Base your "
+         "judgments on the information provided primarily in the balance sheet.")
+    out = ask(env, q)
+    assert out["route"] == "bi" and out["rows"] == [["Merchandise inventories", 410.0]], out
+    q = ("What is Acme's year-over-year change in revenue from FY2018 to FY2019 (in units of percents and round to "
+         "one decimal place)? Calculate what was asked by utilizing the line items clearly shown in the statement "
+         "of income.")
+    out = ask(env, q)
+    assert "(1,200 − 1,000) / 1,000 × 100 = 20%" in out["answer"] and out["supported"] is True
+
+
+def test_chart_runs_oldest_to_newest_named_by_the_row(env):
+    out = ask(env, "What was net sales in 2019 and 2018?")
+    series = out["chart"]["data"]
+    assert [s["name"] for s in series] == ["Net sales"]
+    assert series[0]["x"] == ["2018", "2019"] and series[0]["y"] == [1000.0, 1200.0]
+    out = ask(env, "What was the change in operating income from 2018 to 2019?")
+    assert out["chart"]["data"][0]["x"] == ["2018", "2019"] and out["chart"]["data"][0]["name"] == "Operating income"
