@@ -28,6 +28,8 @@ _MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|
 _MIN = re.compile(r"\b(lowest|smallest|least|minimum|min|fewest|lower|smaller)\b", re.I)
 _WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
                     r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
+# "In which years was X provided?", "Which years does the table cover?": the header answers (the text route)
+_WHICH_YEARS = re.compile(r"^\s*(?:in |for |during )?which (?:fiscal )?years\b|\bwhat years\b", re.I)
 _BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|breakdown|each (?:year|period|quarter)|"
                         r"by year|per year|every segment|all segments|by category|each category)\b", re.I)
 _PERCENT = re.compile(r"\bpercent(?:age)?\b|%", re.I)
@@ -37,7 +39,7 @@ _TEXT_INTENT = re.compile(
     r"meaning|mean by|stand for|what (?:caused|drove|led to|contributed)|due to what|primarily due|policy|"
     r"policies|methodology|approach|how (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?"
     r"(?:company|group|management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|"
-    r"what (?:does|do) (?:the )?\w+ (?:mean|refer|include|represent|comprise)|what is included|included in|"
+    r"what (?:does|do) (?:the )?(?:[\w/()-]+ ){1,5}(?:mean|refer|include|represent|comprise)|what is included|included in|"
     r"consists? of|comprised of|which (?:method|standard|model|approach|assumption))\b", re.I)
 _SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\s*(?:to|and|through|until|-|–)\s*"
                    r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*(?:-|–|through|to)\s*((?:19|20)\d\d)\b",
@@ -66,7 +68,7 @@ class ParsedQuestion:
     which: bool = False  # "which year/segment ..." (max/min answer a label)
     phrase: str = ""  # the question without periods and operation words
     span: bool = False  # "from 2015 to 2019": every period in between (for average / sum)
-    text_intent: bool = False  # asks why / how / what something means: a text question
+    text_intent: bool = False  # asks why / how / what something means, or which years a table covers: text
     reversed_ratio: bool = False  # "what percentage of B is A": the first-named item divides
 
 
@@ -102,7 +104,8 @@ def parse_question(question: str) -> ParsedQuestion:
     span = bool(_SPAN.search(q)) and op in ("average", "sum")
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
                           bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase,
-                          span, bool(_TEXT_INTENT.search(q)), bool(_RATIO_REVERSED.search(body)))
+                          span, bool(_TEXT_INTENT.search(q)) or (bool(_WHICH_YEARS.search(q)) and op not in ("max", "min")),
+                          bool(_RATIO_REVERSED.search(body)))
 
 
 def entity_text(phrase: str) -> str:

@@ -1,0 +1,31 @@
+"""Question reading for the BI planner (pure functions): text questions go to RAG, analyst instructions
+and definitions are read as the question they ask."""
+from __future__ import annotations
+
+
+def test_text_questions_and_which_years_questions_are_not_figures():
+    from app.agent.bi_question import parse_question
+
+    for q in ("What does the recorded investment include?", "What does order intake represent?",
+              "In which years was the total equity calculated?", "Which years did deferred tax assets exceed $20,000?"):
+        assert parse_question(q).text_intent, q
+    for q in ("Which year had the highest operating income?", "What was revenue in 2019?"):
+        assert not parse_question(q).text_intent, q
+
+
+def test_instructions_are_dropped_and_definitions_rewritten():
+    from app.agent.bi_instructions import read
+
+    r = read("Considering the data in the balance sheet, what is Block's FY2016 working capital ratio? Define working "
+             "capital ratio as total current assets divided by total current liabilities. Round your answer to two "
+             "decimal places.")
+    assert r.question == "What is the ratio of total current assets to total current liabilities FY2016?"
+    assert r.statements == ["balance_sheet"]
+    r = read("What is the FY2016 COGS for Microsoft? Please state answer in USD millions. Provide a response to the "
+             "question by primarily using the statement of income.")
+    assert r.question == "What is the FY2016 COGS for Microsoft?" and r.statements == ["income_statement"]
+    r = read("What is Amazon's year-over-year change in revenue from FY2016 to FY2017 (in units of percents and round "
+             "to one decimal place)?")
+    assert "percentage change in revenue" in r.question and "round" not in r.question
+    r = read("What is the gross margin in 2019?")  # a row may be named so: the usual definition only as fallback
+    assert r.question == "What is the gross margin in 2019?" and "gross profit to revenue" in r.fallback
