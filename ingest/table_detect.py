@@ -15,6 +15,11 @@ from ingest.table_layout import Layout, Line, Segment
 from ingest.table_rows import find_scale
 
 MIN_ROWS = 3  # multi-segment lines a block needs
+FOOTNOTE = re.compile(r"^\(\d\)$")
+# group headers that reach every column under them: periods ("Years Ended December 31,", "Six Months Ended",
+# "As of", "Fiscal 2023") -- not the stacked words of one column's header
+GROUP_HEADER = re.compile(r"\b(ended|ending|months?|weeks?|years?|quarters?|as\s+(of|at)|fiscal|period|"
+                          r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(19|20)\d\d\b", re.I)
 SCALE_LOOKBACK = 30  # lines above a table searched for its scale when its own caption states none
 WRAPS = re.compile(r"(,|\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|including|excluding|net))\s*$",
                    re.I)
@@ -171,6 +176,8 @@ def _header_lines(layout: Layout, first: int, cols: list[tuple[float, float]], l
                 n, i, skipped = n + i - k, k, i - k
                 continue
             break
+        if all(FOOTNOTE.match(s.text) for s in ln.segments):
+            skipped += 1  # a line of footnote marks is no header line of its own
         n, i = n + 1, i - 1
     return n
 
@@ -200,11 +207,12 @@ def _caption(layout: Layout, first: int) -> tuple[str, str]:
 
 
 def _is_data_line(ln: Line, cols: list[tuple[float, float]]) -> bool:
-    """A line with a non-year number in a value column (the first such line ends the header)."""
-    for s in ln.segments:
-        if s.numeric and s.x0 > cols[0][1] - 1 and not _yearish(s.text):
-            return True
-    return False
+    """A line with a non-year number in a value column (the first such line ends the header). Footnote marks
+    ("(1)") over the columns of a header, with no row label, are not numbers."""
+    values = [s for s in ln.segments if s.numeric and s.x0 > cols[0][1] - 1 and not _yearish(s.text)]
+    if values and all(FOOTNOTE.match(s.text) for s in values) and not any(s.x1 <= cols[0][1] for s in ln.segments):
+        return False
+    return bool(values)
 
 
 def _yearish(t: str) -> bool:
@@ -233,6 +241,8 @@ def _spread_group_headers(rows, lines: list[Line], cols, data_start: int) -> Non
         segs = [s for s in lines[k].segments if s.x0 > cols[0][1] and not s.numeric]
         if not segs or len(segs) != len(lines[k].segments) or all(rows[k][j] for j in range(1, len(cols))):
             continue
+        if not all(GROUP_HEADER.search(s.text) for s in segs):
+            continue  # "EPS" over one column heads that column only
         if numeric and not any(rows[k][j] is not None for j in numeric):
             continue
         for j in range(1, len(cols)):

@@ -241,7 +241,9 @@ def _merge_labels(header_rows: list[list[Cell]], width: int) -> list[str]:
     for j in range(width):
         parts: list[str] = []
         for h in header_rows:
-            if not blank(h[j]) and (not parts or parts[-1] != str(h[j]).strip()):
+            if blank(h[j]) or re.fullmatch(r"\(\d\)", str(h[j]).strip()):
+                continue  # a footnote mark over the column
+            if not parts or parts[-1] != str(h[j]).strip():
                 parts.append(str(h[j]).strip())
         labels.append(" ".join(parts))
     return labels

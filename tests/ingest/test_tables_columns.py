@@ -129,3 +129,46 @@ def test_section_row_under_the_headers_keeps_them_in_the_table(tmp_path):
     assert t.statement == "cash_flow" and t.title == "Condensed Consolidated Statements of Cash Flows"
     assert [c.period for c in t.columns if c.role == "value"] == ["6M 2023-07-29", "6M 2022-07-30"]
     assert t.row_meta[0].label == "Net earnings" and t.row_meta[0].parent == "Operating activities"
+
+
+def write_stacked_headers_pdf(path):
+    """A non-GAAP reconciliation: one period group over four columns whose own headers are stacked words
+    ("EPS" / "(Diluted" / "US" / "cents)") with a footnote mark "(1)" on a line of its own."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica", 8)
+    c.drawString(40, 750, "Reconciliation of non-GAAP measures")
+    cols = (300, 360, 420, 480)
+    c.drawCentredString(400, 730, "Twelve Months Ended June 30, 2023")
+    c.drawRightString(cols[3], 720, "EPS")
+    c.drawRightString(cols[3], 711, "(Diluted")
+    c.drawRightString(cols[2], 702, "Net")
+    c.drawRightString(cols[3], 702, "US")
+    c.drawRightString(cols[3] + 8, 694, "(1)")
+    c.drawString(40, 686, "($ million)")
+    for x, text in zip(cols, ("EBITDA", "EBIT", "Income", "cents)")):
+        c.drawRightString(x, 686, text)
+    y = 672
+    for label, cells in [("Net income attributable to Amcor", ("1,048", "1,048", "1,048", "70.5")),
+                         ("Tax expense", ("193", "193", "", "")), ("Interest expense, net", ("259", "259", "", "")),
+                         ("EBITDA, EBIT, Net income and EPS", ("2,080", "1,510", "1,048", "70.5"))]:
+        c.drawString(40, y, label)
+        for x, v in zip(cols, cells):
+            c.drawRightString(x, y, v)
+        y -= 12
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_stacked_column_headers_stay_over_their_own_column(tmp_path):
+    parsed = parse_pdf(write_stacked_headers_pdf(tmp_path / "reconciliation.pdf"))
+    typed = [build_typed_table(r) for r in parsed.tables]
+    assert len(typed) == 1
+    t = typed[0]
+    values = [c for c in t.columns if c.role == "value"]
+    assert [c.label for c in values] == ["Twelve Months Ended June 30, 2023 EBITDA", "Twelve Months Ended June 30, 2023 EBIT",
+                                         "Twelve Months Ended June 30, 2023 Net Income",
+                                         "Twelve Months Ended June 30, 2023 EPS (Diluted US cents)"]
+    assert all(c.period_months == 12 and c.period_end == "2023-06-30" for c in values)
+    assert [c.unit for c in values] == ["USD millions"] * 3 + ["cents per share"]
+    assert t.rows[0][1:] == [1048.0, 1048.0, 1048.0, 70.5]
