@@ -7,7 +7,7 @@ import re
 from ingest.parsers import Cell
 
 CURRENCY_ONLY = {"$", "€", "£", "¥", "US$", "USD", "EUR"}
-DATE_HEADER = re.compile(r"^(as\s+(of|at)\s+)?[A-Z][a-z]{2,8}\.?\s+\d{1,2},?(\s+(19|20)\d\d)?$")
+DATE_HEADER = re.compile(r"^(as\s+(of|at)\s+)?([A-Z][a-z]{2,8}\.?\s+\d{1,2}|\d{1,2}\s+[A-Z][a-z]{2,8}),?(\s+(19|20)\d\d)?$")
 PERIOD_CELL = re.compile(r"^((FY|Q[1-4]|[1-4]Q|H[12])\s?'?\d{2,4}|(19|20)\d\d[A-Z]?|fiscal\s+(19|20)\d\d|"
                          r"(19|20)\d\d\s*(\(\w+\))?)$", re.I)
 

@@ -1,8 +1,9 @@
 """The period a column header names, normalised for the BI planner.
 
 "Years Ended December 31, 2021" -> 2021 (12 months to 2021-12-31); "Fiscal 2018" / "FY19" -> FY2018 / FY2019;
-"Q4 2024" / "Fourth quarter 2024" -> Q4 2024; "Three Months Ended June 30, 2023" -> 3M 2023-06-30;
-"July 27, 2019" / "As of December 31, 2023" -> an instant (2019-07-27); "2021" -> 2021.
+"Q4 2024" / "Fourth quarter 2024" -> Q4 2024; "H1 2023" / "First half 2023" -> H1 2023 (6 months);
+"Three Months Ended June 30, 2023" -> 3M 2023-06-30; "July 27, 2019" / "As of December 31, 2023" /
+"31 December 2023" -> an instant (2019-07-27); "2021" -> 2021.
 A "% change" or "2021 vs 2020" column names no period.
 """
 from __future__ import annotations
@@ -16,7 +17,10 @@ MONTHS = {m: i + 1 for i, m in enumerate(
 MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 MONTH_RE = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-DATE = re.compile(MONTH_RE + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s*('?\d{2,4})?", re.I)
+DATE = re.compile(MONTH_RE + r"\.?\s+(\d{1,2})(?!\d)(?:st|nd|rd|th)?,?\s*('?\d{2,4})?", re.I)
+DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+" + MONTH_RE + r"\.?,?\s+((?:19|20)\d\d)\b", re.I)
+DAY_FIRST_BARE = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+" + MONTH_RE + r"\b(?!\.?,?\s*\d)", re.I)
+HALF = re.compile(r"\b(?:H([12])|([12])H|(first|second)\s+half(?:[\s-]+year)?)\b", re.I)
 NUM_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/((?:19|20)?\d\d)\b")
 YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
 FY = re.compile(r"\b(?:FY|fiscal(?:\s+year)?|F)\s*'?((?:19|20)?\d\d)\b", re.I)
@@ -51,7 +55,8 @@ def _year(text: str) -> int:
 def parse_period(header: str, context: str = "") -> Period | None:
     """The period a column header names; ``context`` (the table's caption/group header) fills in what the
     header leaves out, e.g. "Six Months Ended" above a column headed "2022"."""
-    h = " ".join(str(header or "").split())
+    h, context = (DAY_FIRST_BARE.sub(r"\2 \1,", DAY_FIRST.sub(r"\2 \1, \3", " ".join(str(t or "").split())))
+                  for t in (header, context))  # "31 December 2023", "six months ended 30 June"
     if not h or NOT_A_PERIOD.search(h):
         return None
     years = {_year(y) for y in YEAR.findall(h)}
@@ -71,6 +76,10 @@ def parse_period(header: str, context: str = "") -> Period | None:
             year = ctx_years.pop()
     if quarter:
         return Period(f"Q{quarter} {year}", months=3, year=year, quarter=quarter)
+    hm = HALF.search(h)
+    if hm and years and not DATE.search(h):  # "H1 2023", "First half 2023"
+        half = int(hm.group(1) or hm.group(2) or (1 if hm.group(3).lower() == "first" else 2))
+        return Period(f"H{half} {max(years)}", months=6, year=max(years))
     fm = FY.search(h)
     if fm and (len(fm.group(1)) == 4 or "'" in h or re.search(r"FY\s*'?\d\d\b", h, re.I)) \
             and not DATE.search(h):

@@ -132,11 +132,11 @@ def identifier(label: str, fallback: str) -> str:
 
 
 def period_slug(key: str) -> str:
-    """y2021, fy2019, q4_2024, as_of_2023_06_30, m6_to_2023_06_30."""
+    """y2021, fy2019, q4_2024, h1_2023, as_of_2023_06_30, m6_to_2023_06_30."""
     slug = re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
     if re.fullmatch(r"\d{4}", key):
         return f"y{key}"
-    if key.startswith(("FY", "Q")):
+    if key.startswith(("FY", "Q", "H")):
         return slug
     m = re.fullmatch(r"(\d+)M (.+)", key)
     if m:

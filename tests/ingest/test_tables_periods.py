@@ -24,6 +24,12 @@ from ingest.tables import build_typed_table
     ("Year Ended December 28, 2018", "", "2018", "2018-12-28", 12, 2018, 0),
     ("As of December 31, 2023", "", "2023-12-31", "2023-12-31", 0, 2023, 0),
     ("Dec. 31, 2020", "", "2020-12-31", "2020-12-31", 0, 2020, 0),
+    ("31 December 2023", "", "2023-12-31", "2023-12-31", 0, 2023, 0),
+    ("Year ended 31 December 2023", "", "2023", "2023-12-31", 12, 2023, 0),
+    ("2023", "Six months ended 30 June", "6M 2023-06-30", "2023-06-30", 6, 2023, 0),
+    ("H1 2023", "", "H1 2023", "", 6, 2023, 0),
+    ("First half 2022", "", "H1 2022", "", 6, 2022, 0),
+    ("Q3 FY24", "", "Q3 2024", "", 3, 2024, 3),
 ])
 def test_periods_are_read_from_headers(header, context, key, end, months, year, quarter):
     p = parse_period(header, context)
