@@ -246,7 +246,8 @@ def bench_periods(limit: int | None, verbose: bool = False) -> None:
             incomplete.append(pdf.stem)
         print(f"{pdf.stem} ({types.get(pdf.stem, '?')}): {len(parsed.pages)} pages, {len(typed)} tables, statement "
               f"tables {len(ok)}/{len(stmts)} with periods; {', '.join(marks)} ({time.perf_counter() - t0:.1f} s)"
-              + (f"\n    without periods: {'; '.join(missing)}" if missing else ""), flush=True)
+              + (f"\n    without periods: {'; '.join(missing)}" if missing else "")
+              + "".join(f"\n    parser warning: {w}" for w in parsed.warnings if "stopped" in w), flush=True)
         if verbose:
             for t in stmts:
                 print(f"    p{t.page} {t.statement:16s} {t.title[:60]!r} periods {t.periods}")
