@@ -15,7 +15,7 @@ import queue
 import re
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -28,7 +28,7 @@ from ingest.detect import ZipLimits, check_zip_bomb, detect_kind
 from ingest.embedder import Embedder
 from ingest.errors import IngestError
 from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, utcnow
-from ingest.parsers import ParsedDocument, parse_file
+from ingest.parsers import ParsedDocument, parse_file_staged
 from ingest.tables import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
 from ingest.types import DocumentResult
 from ingest.vectors import SparseVec, VectorPoint, VectorStore, sparse_document_vector
@@ -77,15 +77,35 @@ def check_size(path: Path, limits: PipelineLimits) -> None:
 
 def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument]:
     """Checks the real type, guards zip containers, then parses. Raises IngestError."""
+    kind, parsed, rest = read_and_parse_staged(path, limits)
+    if rest is not None:
+        rest()
+    return kind, parsed
+
+
+def read_and_parse_staged(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument, Callable[[], None] | None]:
+    """``read_and_parse`` up to the page text (what chunking needs); the third item, when not None, finishes
+    the parse in place (the tables that need pdfplumber, see ``ingest.parsers.parse_file_staged``)."""
     kind = detect_kind(path)
     if kind in ("docx", "xlsx"):
         check_zip_bomb(path, limits.zip)
-    parsed = parse_file(path, kind)
+    parsed, rest = parse_file_staged(path, kind)
+    _clean(parsed)
+    if rest is None:
+        return kind, parsed, None
+
+    def finish() -> None:
+        rest()
+        _clean(parsed)
+
+    return kind, parsed, finish
+
+
+def _clean(parsed: ParsedDocument) -> None:
     for page in parsed.pages:
         page.text = clean_text(page.text)
     for table in parsed.tables:
         table.rows = [[clean_text(c) if isinstance(c, str) else c for c in row] for row in table.rows]
-    return kind, parsed
 
 
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -112,6 +132,10 @@ class Prepared:
     sparse: list[SparseVec] | None = None
     tables: list[TypedTable] | None = None
     result: DocumentResult | None = None  # set when the file needs no further work (unchanged, or failed)
+    rest: Callable[[], None] | None = None  # the parse's slow remainder (tables), run by ``complete``
+    done: threading.Event = field(default_factory=threading.Event)  # set once tables (and final chunks) are in
+    late_error: str | None = None  # what went wrong in ``complete``
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class DocumentPipeline:
@@ -123,9 +147,11 @@ class DocumentPipeline:
                on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
         return self.finish(self.prepare(path, tenant, filename), on_stage)
 
-    def prepare(self, path: Path, tenant: str, filename: str) -> Prepared:
+    def prepare(self, path: Path, tenant: str, filename: str, staged: bool = False) -> Prepared:
         """Everything before the first write: size, hash (unchanged files stop here), parse, chunk, tables,
-        sparse vectors. Pure Python work that runs on the read-ahead thread, beside the embedder."""
+        sparse vectors. Pure Python work that runs on the read-ahead thread, beside the embedder. ``staged``:
+        stop after the chunks and leave the slow part of the parse (tables) to ``complete``, which the
+        read-ahead thread runs while this file's chunks are embedded."""
         doc_id = document_id(tenant, filename)
         with Session(self.engine) as s:
             existing = s.get(Document, doc_id)
@@ -141,19 +167,45 @@ class DocumentPipeline:
                 prep.result = DocumentResult(filename, "unchanged", doc_id, None, path=str(path))
                 return prep
             prep.size = prep.path.stat().st_size
-            prep.kind, prep.parsed = read_and_parse(prep.path, self.limits)
-            prep.chunks = chunk_pages(prep.parsed.pages, self.limits.chunk)
-            if not prep.chunks:
-                raise IngestError("no text could be extracted from the file")
-            prep.tables = [t for t in (build_typed_table(raw) for raw in prep.parsed.tables) if t is not None]
-            prep.sparse = [sparse_document_vector(embedding_text(c)) for c in prep.chunks]
+            prep.kind, prep.parsed, prep.rest = read_and_parse_staged(prep.path, self.limits)
+            self._chunk(prep)
         except IngestError as exc:
             prep.result = DocumentResult(filename, "failed", doc_id, str(exc), path=str(path))
         except Exception as exc:  # noqa: BLE001 - one bad file must never stop the job
             log.exception("ingesting %s failed", filename)
             prep.result = DocumentResult(filename, "failed", doc_id,
                                          f"internal error while ingesting: {type(exc).__name__}: {exc}", path=str(path))
+        if prep.result is not None or not staged:
+            self.complete(prep)
         return prep
+
+    def _chunk(self, prep: Prepared) -> None:
+        chunks = chunk_pages(prep.parsed.pages, self.limits.chunk)
+        if not chunks:
+            raise IngestError("no text could be extracted from the file")
+        sparse = [sparse_document_vector(embedding_text(c)) for c in chunks]
+        with prep.lock:  # ``finish`` reads the pair while ``complete`` may replace it
+            prep.chunks, prep.sparse = chunks, sparse
+
+    def complete(self, prep: Prepared) -> None:
+        """The rest of a staged ``prepare``: the remaining tables (a sideways page read upright changes its
+        text, and so the chunks), typed tables. Sets ``prep.done``; errors go to ``prep.late_error``."""
+        try:
+            if prep.result is None:
+                if prep.rest is not None:
+                    texts = [p.text for p in prep.parsed.pages]
+                    prep.rest()
+                    if texts != [p.text for p in prep.parsed.pages]:
+                        self._chunk(prep)
+                prep.tables = [t for t in (build_typed_table(raw) for raw in prep.parsed.tables) if t is not None]
+        except IngestError as exc:
+            prep.late_error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one bad file must never stop the job
+            log.exception("ingesting %s failed", prep.filename)
+            prep.late_error = f"internal error while ingesting: {type(exc).__name__}: {exc}"
+        finally:
+            prep.rest = None
+            prep.done.set()
 
     def finish(self, prep: Prepared, on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
         """Embed, write the points, commit the SQL side (or record the failure)."""
@@ -175,11 +227,19 @@ class DocumentPipeline:
         if result is None:
             result = DocumentResult(filename=filename, status="failed", doc_id=doc_id, path=str(prep.path))
             try:
-                parsed, chunks = prep.parsed, prep.chunks
+                with prep.lock:
+                    parsed, chunks, sparse = prep.parsed, prep.chunks, prep.sparse
                 stage("parsed", len(parsed.pages), len(chunks), 0)
                 version = committed_version + 1
                 self.vectors.delete_document(tenant, doc_id, keep_version=committed_version or -1)
-                self._index(tenant, doc_id, version, chunks, prep.sparse, stage)
+                self._index(tenant, doc_id, version, chunks, sparse, stage)  # the tables are found meanwhile
+                prep.done.wait()
+                if prep.late_error:
+                    raise IngestError(prep.late_error)
+                if prep.chunks is not chunks:  # a sideways page read upright: its chunks are new
+                    chunks = prep.chunks
+                    self.vectors.delete_document(tenant, doc_id, keep_version=committed_version or -1)
+                    self._index(tenant, doc_id, version, chunks, prep.sparse, stage)
                 self._commit(tenant, doc_id, filename, prep.kind, prep.digest, prep.size, version, parsed, chunks,
                              prep.tables)
                 self.vectors.delete_document(tenant, doc_id, keep_version=version)
@@ -225,10 +285,16 @@ class DocumentPipeline:
                         return
                     self._parsing.set()
                     try:
-                        prep = self.prepare(Path(path), tenant, name)
+                        prep = self.prepare(Path(path), tenant, name, staged=True)
                     finally:
                         self._parsing.clear()
-                    q.put(prep)
+                    q.put(prep)  # the consumer embeds its chunks while the tables are searched here
+                    if not prep.done.is_set():
+                        self._parsing.set()
+                        try:
+                            self.complete(prep)
+                        finally:
+                            self._parsing.clear()
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 q.put(exc)
             finally:

@@ -59,6 +59,7 @@ class EdgeVectorStore:
     def __init__(self, path: Path, dim: int, offload_above: int | None = None):
         self.path, self.dim = Path(path), dim
         self.offload_above = OFFLOAD_ABOVE_POINTS if offload_above is None else offload_above
+        self.last_swap_pause_s: float | None = None  # how long searches waited for the last index swap
         self._lock = threading.RLock()  # every call into the shard
         self._writes = threading.RLock()  # upserts/deletes; held by optimize from its copy to its swap
         self._owner = take_ownership(self.path)  # before any recovery touches the folders
@@ -149,7 +150,7 @@ class EdgeVectorStore:
                     swap_in(self.path, work)
                 finally:
                     self.shard = open_shard(self.path, self.dim, recover=False)
-            pause = time.perf_counter() - t1
+            pause = self.last_swap_pause_s = time.perf_counter() - t1
         shutil.rmtree(old_path(self.path), ignore_errors=True)
         log.info("vector index optimized in %.1f s in a child process (searches paused %.2f s for the swap)",
                  time.perf_counter() - t0, pause)

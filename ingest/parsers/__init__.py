@@ -100,3 +100,13 @@ def get_parser(kind: str) -> Callable[..., ParsedDocument]:
 
 def parse_file(path: Path, kind: str) -> ParsedDocument:
     return get_parser(kind)(path)
+
+
+def parse_file_staged(path: Path, kind: str) -> tuple[ParsedDocument, Callable[[], None] | None]:
+    """The document with its text (and the tables found cheaply), plus what is left to do, if anything: a
+    function that adds the remaining tables in place (PDF: pdfplumber's ruled-table search) and may replace a
+    page's text (a sideways page read upright). The pipeline chunks and embeds while it runs."""
+    if kind == "pdf":
+        from ingest.parsers.pdf import parse_pdf_text
+        return parse_pdf_text(path)
+    return parse_file(path, kind), None

@@ -13,6 +13,7 @@ import re
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 from ingest.errors import IngestError
 from ingest.parsers import Page, ParsedDocument, RawTable
@@ -191,48 +192,76 @@ def pdf_page_texts(path: Path, tables: bool = True) -> tuple[list[Page], list[st
 
 
 def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
+    parsed, finish = parse_pdf_text(path, tables)
+    if finish is not None:
+        finish()
+    return parsed
+
+
+def parse_pdf_text(path: Path, tables: bool = True) -> tuple[ParsedDocument, Callable[[], None] | None]:
+    """The pages' text (pypdfium2) and the tables found from its characters, at once; and a function that
+    searches the ruled pages with pdfplumber (the slow part) and adds their tables to the document, replacing
+    a sideways page's text by its upright reading. Chunking and embedding can start before it runs; a text
+    it changes shows as a different ``ParsedDocument.pages`` entry. None when nothing is left to do."""
     check_pdf_readable(path)
+    fast = pdf_page_texts(path, tables)
+    if fast is None:  # pypdfium2 cannot read it: pdfplumber does text and tables in one go
+        return _parse_with_pdfplumber(path, tables), None
+    pages, modes, found = fast
+    parsed = ParsedDocument("pdf", pages, list(found), [])
+    ruled = [i + 1 for i, m in enumerate(modes) if m == "ruled"] if tables else []
+    _check_text(parsed)
+    return parsed, (lambda: _ruled_tables(path, parsed, ruled)) if ruled else None
+
+
+def _check_text(parsed: ParsedDocument) -> None:
+    parsed.tables.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
+    if not any(p.text for p in parsed.pages):
+        raise IngestError("the PDF has no extractable text (a scanned image? OCR is not supported)")
+
+
+def _parse_with_pdfplumber(path: Path, tables: bool) -> ParsedDocument:
+    import pdfplumber
+
+    try:
+        with pdfplumber.open(str(path), password="") as pdf:
+            pages = [_plumber_page_text(pg, n) for n, pg in enumerate(pdf.pages, start=1)]
+    except Exception as exc:  # noqa: BLE001 - pdfminer raises many types on damaged files
+        raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
+    parsed = ParsedDocument("pdf", pages, [], [])
+    if tables:
+        _ruled_tables(path, parsed, [n for n, p in enumerate(pages, start=1) if may_hold_table(p.text)])
+    _check_text(parsed)
+    return parsed
+
+
+def _ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int]) -> None:
+    """pdfplumber's table search on the pages ``numbers`` (1-based), within ``TABLE_BUDGET_S``."""
     import pdfplumber
 
     from ingest.table_pdf import page_tables
 
-    fast = pdf_page_texts(path, tables)
-    pages: list[Page] = fast[0] if fast else []
-    hints: list[bool] = [m == "ruled" for m in fast[1]] if fast else []
-    found: list[RawTable] = list(fast[2]) if fast else []
-    warnings: list[str] = []
     started = time.monotonic()
     try:
         with pdfplumber.open(str(path), password="") as pdf:
-            if not fast:
-                pages = [_plumber_page_text(pg, n) for n, pg in enumerate(pdf.pages, start=1)]
-                hints = [may_hold_table(p.text) for p in pages]
-            for number, page in enumerate(pdf.pages, start=1):
-                if not tables or not hints[number - 1]:
-                    continue
+            for number in numbers:
                 if time.monotonic() - started > TABLE_BUDGET_S:
-                    warnings.append(f"table search stopped at page {number} (over {TABLE_BUDGET_S:.0f} s)")
+                    parsed.warnings.append(f"table search stopped at page {number} (over {TABLE_BUDGET_S:.0f} s)")
                     break
+                page = pdf.pages[number - 1]
                 if len(page.chars) > MAX_TABLE_CHARS:
-                    warnings.append(f"page {number}: too many characters to search for tables")
+                    parsed.warnings.append(f"page {number}: too many characters to search for tables")
                     continue
                 try:
                     page_found, upright_text = page_tables(page, number)
                 except Exception as exc:  # noqa: BLE001 - one odd page loses its tables, not the document's
                     log.warning("table search failed on page %d of %s", number, path.name, exc_info=True)
-                    warnings.append(f"page {number}: table search failed ({type(exc).__name__})")
+                    parsed.warnings.append(f"page {number}: table search failed ({type(exc).__name__})")
                     continue
-                found.extend(page_found)
+                parsed.tables.extend(page_found)
                 if upright_text is not None:  # a sideways page: its text read upright
-                    pages[number - 1] = Page(number, upright_text)
+                    parsed.pages[number - 1] = Page(number, upright_text)
                 page.flush_cache()
-    except IngestError:
-        raise
     except Exception as exc:  # noqa: BLE001 - pdfminer raises many types on damaged files
-        if not pages:
-            raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
-        warnings.append(f"tables skipped: the PDF is partly damaged ({type(exc).__name__})")
-    found.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
-    if not any(p.text for p in pages):
-        raise IngestError("the PDF has no extractable text (a scanned image? OCR is not supported)")
-    return ParsedDocument("pdf", pages, found, warnings)
+        parsed.warnings.append(f"tables skipped: the PDF is partly damaged ({type(exc).__name__})")
+    parsed.tables.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
