@@ -18,7 +18,7 @@ MIN_ROWS = 3  # multi-segment lines a block needs
 FOOTNOTE = re.compile(r"^\(\d\)$")
 # group headers that reach every column under them: periods ("Years Ended December 31,", "Six Months Ended",
 # "As of", "Fiscal 2023") -- not the stacked words of one column's header
-GROUP_HEADER = re.compile(r"\b(ended|ending|months?|weeks?|years?|quarters?|as\s+(of|at)|fiscal|period|"
+GROUP_HEADER = re.compile(r"\b(Q[1-4]|[1-4]Q|H[12]|ended|ending|months?|weeks?|years?|quarters?|as\s+(of|at)|fiscal|period|"
                           r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(19|20)\d\d\b", re.I)
 SCALE_LOOKBACK = 30  # lines above a table searched for its scale when its own caption states none
 WRAPS = re.compile(r"(,|\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|including|excluding|net))\s*$",
@@ -238,8 +238,9 @@ def _spread_group_headers(rows, lines: list[Line], cols, data_start: int) -> Non
     a text column (a "Location of Gain (Loss)" column between the labels and the numbers) heads that one only."""
     numeric = _numeric_columns(rows[data_start:], len(cols))
     for k in range(min(data_start, len(rows))):
-        segs = [s for s in lines[k].segments if s.x0 > cols[0][1] and not s.numeric]
-        if not segs or len(segs) != len(lines[k].segments) or all(rows[k][j] for j in range(1, len(cols))):
+        right = [s for s in lines[k].segments if s.x0 > cols[0][1]]  # a caption over the labels may sit beside
+        segs = [s for s in right if not s.numeric or _yearish(s.text)]
+        if not segs or len(segs) != len(right) or all(rows[k][j] for j in range(1, len(cols))):
             continue
         if not all(GROUP_HEADER.search(s.text) for s in segs):
             continue  # "EPS" over one column heads that column only

@@ -360,6 +360,10 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
         metas, kept = row_meta([str(r[0] or "") for r in body], has_values, scale, note_text,
                                merged_ind if any(x is not None for x in merged_ind) else None)
         body = [body[i] for i in kept]
+        for m, r in zip(metas, body):  # "Effective tax rate  15.1 %  16.2 %" in a table of amounts
+            vals = [p for p in (parse_number(r[j]) for j in value_cols if not blank(r[j])) if p and p.value is not None]
+            if vals and all(p.percent for p in vals) and not m.unit:
+                m.unit, m.scale = "%", ""
     columns, used = [], set(RESERVED)
     for j in range(width):
         cells = [r[j] for r in body]
@@ -367,7 +371,8 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
         unit, currency, col_scale = "", "", scale
         per = periods.get(j)
         if numeric[j]:
-            if any(p and p.percent for p in parsed) or "%" in labels[j]:
+            pct = [p for p in parsed if p and p.value is not None]
+            if sum(p.percent for p in pct) * 2 > len(pct) or re.search(r"%|\bpercent", labels[j], re.I):
                 unit, col_scale = "%", ""
             elif PER_SHARE.search(labels[j]):  # an "EPS (Diluted)" column is never in millions
                 currency = next((p.currency for p in parsed if p and p.currency), "") or header_currency

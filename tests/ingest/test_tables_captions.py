@@ -221,3 +221,19 @@ def test_selected_data_headings_printed_across_the_columns_are_captions():
     t = build_typed_table(RawTable(28, "trading plan.", rows, header_rows=4))
     assert t.statement == "" and t.scale == "millions"
     assert [c.label for c in t.columns[1:]] == ["2016", "2015", "2014"]
+
+
+def test_percent_rows_in_an_amount_column_and_percent_columns():
+    rows = [
+        [None, "Q2 2023 Amount", "Q2 2023 Percent to Sales"],
+        ["Sales to customers", "$21,519", "100.0 %"],
+        ["Cost of products sold", "6,462", "30.0"],
+        ["Net earnings", "5,144", "23.9"],
+        ["Effective tax rate", "15.1 %", ""],
+    ]
+    t = build_typed_table(RawTable(12, "Condensed Consolidated Statement of Earnings", rows,
+                                   context="(Unaudited; in Millions Except Per Share Figures)", header_rows=1))
+    assert [c.unit for c in t.columns[1:]] == ["USD millions", "%"]
+    meta = {m.label: m for m in t.row_meta}
+    assert (meta["Effective tax rate"].unit, meta["Effective tax rate"].scale) == ("%", "")
+    assert meta["Net earnings"].unit == "" and meta["Net earnings"].scale == "millions"

@@ -172,3 +172,42 @@ def test_stacked_column_headers_stay_over_their_own_column(tmp_path):
     assert all(c.period_months == 12 and c.period_end == "2023-06-30" for c in values)
     assert [c.unit for c in values] == ["USD millions"] * 3 + ["cents per share"]
     assert t.rows[0][1:] == [1048.0, 1048.0, 1048.0, 70.5]
+
+
+def write_year_over_groups_pdf(path):
+    """A quarterly statement: one year centred over Q1 / Q2 / SIX MONTHS groups, each an amount and a percent
+    column, beside the caption printed over the row labels."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica", 8)
+    c.drawString(40, 750, "Condensed Consolidated Statement of Earnings")
+    c.drawString(40, 736, "(Unaudited; in Millions Except Per Share Figures)")
+    c.drawCentredString(440, 736, "2023")
+    cols = (300, 350, 420, 470, 540, 590)
+    for (a, b), text in zip(((cols[0], cols[1]), (cols[2], cols[3]), (cols[4], cols[5])), ("Q1", "Q2", "SIX MONTHS")):
+        c.drawCentredString((a + b) / 2 - 15, 724, text)
+    for x in cols[1::2]:
+        c.drawRightString(x, 714, "Percent")
+    for x, text in zip(cols, ("Amount", "to Sales") * 3):
+        c.drawRightString(x, 704, text)
+    y = 690
+    for label, cells in [("Sales to customers", ("$20,894", "100.0 %", "$21,519", "100.0 %", "$42,413", "100.0 %")),
+                         ("Cost of products sold", ("6,687", "32.0", "6,462", "30.0", "13,149", "31.0")),
+                         ("Gross Profit", ("14,207", "68.0", "15,057", "70.0", "29,264", "69.0"))]:
+        c.drawString(40, y, label)
+        for x, v in zip(cols, cells):
+            c.drawRightString(x, y, v)
+        y -= 12
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_a_year_over_period_groups_reaches_every_column(tmp_path):
+    parsed = parse_pdf(write_year_over_groups_pdf(tmp_path / "quarterly.pdf"))
+    typed = [build_typed_table(r) for r in parsed.tables]
+    assert len(typed) == 1
+    t = typed[0]
+    values = [c for c in t.columns if c.role == "value"]
+    assert [c.period for c in values] == ["Q1 2023", "Q1 2023", "Q2 2023", "Q2 2023", "6M 2023", "6M 2023"]
+    assert [c.unit for c in values] == ["USD millions", "%"] * 3
+    assert t.statement == "income_statement" and t.rows[0][1:3] == [20894.0, 100.0]
