@@ -42,7 +42,9 @@ def align_by_expert(topk_idx: torch.Tensor, n_experts: int, block_m: int):
     bound T*k + E*(block_m - 1), so nothing waits on the host."""
     flat = topk_idx.reshape(-1).to(torch.int64)
     n = flat.numel()
-    counts = torch.bincount(flat, minlength=n_experts)
+    # not bincount: on CUDA it reads the max id back to size its output (a host sync, uncapturable in a graph)
+    counts = torch.zeros(n_experts, dtype=torch.int64, device=flat.device)
+    counts.scatter_add_(0, flat, torch.ones_like(flat))
     padded = (counts + block_m - 1) // block_m * block_m
     start = torch.cumsum(padded, 0) - padded  # padded start row of each expert
     first = torch.cumsum(counts, 0) - counts  # start of each expert in the sorted order

@@ -52,6 +52,8 @@ class Experts(nn.Module):
         if self.fused is not None:
             fn, up, down = self.fused
             return fn(x, topk_idx, topk_w, up, down).to(x.dtype)
+        if x.device.type != "cpu" and self.compressed_up is None:
+            return self.forward_gathered(x, topk_idx, topk_w)
         out = torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
         flat = topk_idx.reshape(-1)
         order = torch.argsort(flat, stable=True)
@@ -69,6 +71,26 @@ class Experts(nn.Module):
             out.index_add_(0, tok, F.linear(h, down).float() * weight_of[start:start + n, None])
             start += n
         return out.to(x.dtype)
+
+
+    def forward_gathered(self, x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tensor,
+                         chunk_bytes: int = 256 * 2 ** 20) -> torch.Tensor:
+        """The same sum without a host sync (what a CUDA graph can capture; used off the CPU for dense experts):
+        each routed pair gathers its expert's weights and runs a batched GEMV, in chunks of pairs whose
+        gathered weights stay under ``chunk_bytes``. Reads a shared expert once per pair, so it suits decode."""
+        T, k = topk_idx.shape
+        flat = topk_idx.reshape(-1)
+        xs = x.repeat_interleave(k, dim=0)  # [T*k, D], pair t*k+j
+        E, inter, dim = self.up.shape
+        per_pair = 2 * inter * dim * self.up.element_size()
+        step = max(1, chunk_bytes // per_pair)
+        outs = []
+        for c in range(0, T * k, step):
+            e = flat[c:c + step]
+            h = torch.relu(torch.bmm(self.up.index_select(0, e).to(x.dtype), xs[c:c + step, :, None])).square()
+            outs.append(torch.bmm(self.down.index_select(0, e).to(x.dtype), h)[..., 0].float())
+        y = torch.cat(outs).view(T, k, dim) * topk_w.float()[..., None]
+        return y.sum(1).to(x.dtype)
 
 
 class MoE(nn.Module):
