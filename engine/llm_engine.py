@@ -1,30 +1,26 @@
-"""LLMEngine (the step loop: schedule -> run -> postprocess -> detokenize) and the thread-safe ``LLM`` facade.
+"""LLMEngine: the step loop (schedule -> run -> postprocess -> detokenize), one step at a time, not thread-safe.
 
-``LLM`` runs the engine on a background thread: every caller's request joins the same continuous batch,
-so concurrent callers are served by shared decode steps. ``stream`` yields text deltas; closing the
-iterator cancels the request and frees its blocks and slot at once.
+The thread-safe facade that runs it on a background thread, ``LLM``, lives in engine/llm.py (and is
+importable from here).
 """
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Optional, Union
 
 import torch
 
 from engine.block_manager import BlockManager
 from engine.detokenizer import IncrementalText
 from engine.model_runner import ModelRunner
-from engine.openmp import release_thread_pool
 from engine.planner import GIB, size_pools
 from engine.sampling import SamplingParams
 from engine.scheduler import Scheduler, SchedulerConfig
 from engine.sequence import Sequence
-from engine.snapshot import SnapshotInfo, SnapshotStore
+from engine.snapshot import SnapshotStore
+from engine.spec_checkpoints import MambaCheckpoints
 from engine.spec_decode import PromptLookup, SpecStats
 
 Prompt = Union[str, list[int]]
@@ -45,6 +41,7 @@ class EngineConfig:
     n_snapshot_slots: int = 4
     memory_fraction: float = 0.9  # of the device's memory, on CUDA
     kernels: str = "auto"  # engine.kernels.select_ops: Triton on CUDA, the torch paths on CPU
+    decode_graphs: str = "auto"  # CUDA graphs for decode steps on CUDA; "off" disables them (ModelRunner)
 
 
 @dataclass
@@ -73,13 +70,18 @@ class LLMEngine:
         cfg = self.model.config
         self.eos_ids = set(self.tokenizer.eos_token_ids if self.tokenizer else cfg.eos_token_ids)
         cap = None if config.memory_gib is None else int(config.memory_gib * GIB)
+        conv_bytes = torch.finfo(self.model.dtype).bits // 8
+        spec_tokens = config.num_spec_tokens if config.speculative else 0
+        checkpoint_bytes = MambaCheckpoints.nbytes_for(self.model.mamba_state_shapes(), config.max_num_seqs,
+                                                       spec_tokens + 1, conv_bytes) if spec_tokens else 0
         pools = size_pools(cfg, cap, _weights_bytes(self.model), config.kv_dtype,
                            config.max_model_len, config.max_num_seqs, config.chunk_tokens, config.block_size,
-                           config.n_snapshot_slots, conv_bytes=torch.finfo(self.model.dtype).bits // 8,
-                           device=str(self.model.device), memory_fraction=config.memory_fraction)
+                           config.n_snapshot_slots, conv_bytes=conv_bytes, device=str(self.model.device),
+                           memory_fraction=config.memory_fraction, reserved_bytes=checkpoint_bytes)
         self.pools = pools
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
-                                  config.kv_dtype, config.kernels)
+                                  config.kv_dtype, config.kernels, config.max_num_seqs, config.max_model_len,
+                                  config.decode_graphs, spec_tokens)
         blocks = BlockManager(pools.num_kv_blocks, config.block_size)
         self.scheduler = Scheduler(
             SchedulerConfig(config.max_num_seqs, config.chunk_tokens, config.max_waiting, config.max_model_len),
@@ -98,7 +100,11 @@ class LLMEngine:
             if self.tokenizer is None:
                 raise ValueError("this model has no tokenizer: pass token ids")
             return self.tokenizer.encode(prompt)
-        return list(prompt)
+        ids, vocab = list(prompt), self.model.config.vocab_size
+        bad = [t for t in ids if not isinstance(t, int) or not 0 <= t < vocab]
+        if bad:  # checked here, not per step on the device (an out-of-range id would be a device-side assert)
+            raise ValueError(f"token id out of range [0, {vocab}): {bad[0]!r}")
+        return ids
 
     def add_request(self, prompt: Prompt, params: Optional[SamplingParams] = None,
                     snapshot: Optional[str] = None, snapshot_target: Optional[str] = None) -> Sequence:
@@ -136,8 +142,7 @@ class LLMEngine:
         if not batch.seqs:
             return []
         self.peak_batch = max(self.peak_batch, len(batch.seqs))
-        drafted = {s.seq_id: (len(s.draft), s.num_cached) for s in batch.seqs if s.draft}
-        backup = self._backup_states([s for s in batch.seqs if s.draft]) if drafted and self.runner.has_mamba else None
+        drafted = {s.seq_id: len(s.draft) for s in batch.seqs if s.draft}
         tokens, _ = self.runner.run(batch)
         for i, seq in enumerate(batch.seqs):
             if tokens[i] is None:
@@ -150,8 +155,8 @@ class LLMEngine:
             elif seq.seq_id in drafted:
                 tokens[i] = self.spec.accept(seq.draft, tokens[i])
         finished = set(s.seq_id for s in self.scheduler.postprocess(batch, tokens, self.eos_ids))
-        if backup is not None:
-            self._restore_rejected(backup, drafted, tokens, batch)
+        if drafted and self.runner.checkpoints is not None:
+            self._roll_back_rejected(drafted, tokens, batch)
         events = []
         for seq, toks in zip(batch.seqs, tokens):
             if toks is None:
@@ -172,23 +177,12 @@ class LLMEngine:
                 finished.add(seq.seq_id)
         return events
 
-    def _backup_states(self, seqs: list[Sequence]):
-        st = self.runner.states
-        slots = torch.tensor([s.state_slot for s in seqs], dtype=torch.long)
-        return slots, [(c[slots].clone(), s[slots].clone()) for c, s in zip(st.conv, st.ssm)], seqs
-
-    def _restore_rejected(self, backup, drafted, tokens, batch) -> None:
-        """A hybrid model's Mamba state already absorbed the rejected drafts: roll it back and re-feed."""
-        slots, saved, seqs = backup
-        for j, seq in enumerate(seqs):
-            n_draft, cached_before = drafted[seq.seq_id]
-            accepted = len(tokens[batch.seqs.index(seq)]) - 1
-            if seq.is_finished or accepted == n_draft:
-                continue
-            for (c, s), (c0, s0) in zip(zip(self.runner.states.conv, self.runner.states.ssm), saved):
-                c[slots[j]].copy_(c0[j])
-                s[slots[j]].copy_(s0[j])
-            seq.num_cached = cached_before
+    def _roll_back_rejected(self, drafted: dict[int, int], tokens, batch) -> None:
+        """A hybrid model's Mamba state absorbed every draft: where some were rejected, the state after the last
+        kept position comes back from the step's checkpoints (engine/spec_checkpoints.py)."""
+        for seq, toks in zip(batch.seqs, tokens):
+            if seq.seq_id in drafted and toks is not None and not seq.is_finished:
+                self.runner.checkpoints.restore(seq.state_slot, len(toks) - 1)
 
     def text_of(self, seq: Sequence) -> str:
         det = self._detok.get(seq.seq_id)
@@ -222,242 +216,4 @@ class LLMEngine:
         }
 
 
-class _Handle:
-    """One request as seen by its caller: a queue of text deltas, then the final RequestOutput."""
-
-    def __init__(self, llm: "LLM", seq: Sequence):
-        self.llm, self.seq = llm, seq
-        self.events: queue.Queue = queue.Queue()
-        self.output: Optional[RequestOutput] = None
-
-    def result(self) -> RequestOutput:
-        while self.output is None:
-            item = self.events.get()
-            if isinstance(item, RequestOutput):
-                self.output = item
-        return self.output
-
-    def deltas(self) -> "TextStream":
-        return TextStream(self)
-
-    def _deltas(self) -> Iterator[str]:
-        try:
-            while True:
-                item = self.events.get()
-                if isinstance(item, RequestOutput):
-                    self.output = item
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                if item:
-                    yield item
-        finally:
-            self.cancel()
-
-    def cancel(self) -> None:
-        if self.output is None:
-            self.llm._cancel(self)
-
-
-class TextStream:
-    """The iterator ``LLM.stream`` returns. Closing it cancels the request whenever that happens, also before
-    the first ``next()`` (a plain generator's ``close()`` does not run its body then, so 63 of 63 requests
-    closed early ran to max_tokens), and so does dropping it unclosed."""
-
-    def __init__(self, handle: _Handle):
-        self.handle, self._it, self._closed = handle, handle._deltas(), False
-
-    def __iter__(self) -> "TextStream":
-        return self
-
-    def __next__(self) -> str:
-        return next(self._it)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._it.close()
-            self.handle.cancel()
-
-    def __enter__(self) -> "TextStream":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the engine may be gone
-            pass
-
-
-class LLM:
-    """Thread-safe engine facade (see docs/contracts.md, "engine serving")."""
-
-    def __init__(self, model_path, *, max_model_len: int = 8192, max_num_seqs: int = 8,
-                 memory_gib: Optional[float] = None,
-                 kv_dtype: str = "bfloat16", chunk_tokens: int = 512, device: str = "cpu",
-                 speculative: bool = True, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None):
-        """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators. ``memory_gib``: a cap on
-        weights + caches; None sizes the pools from the device (CUDA) or from what max_num_seqs x max_model_len
-        need (CPU)."""
-        if loaded is None:
-            from engine.loader import load_model
-            dtype = dtype or (torch.float32 if device == "cpu" else torch.bfloat16)
-            loaded = load_model(model_path, dtype=dtype, device=device)
-        self.engine = LLMEngine(loaded, EngineConfig(max_model_len, max_num_seqs, memory_gib, kv_dtype,
-                                                     chunk_tokens, device, speculative, max_waiting=max_waiting))
-        release_thread_pool()  # the loop thread below is the one that computes (engine/openmp.py)
-        self.tokenizer = loaded.tokenizer
-        self.max_model_len = max_model_len
-        self.model_name = loaded.config.name or str(model_path)
-        self._handles: dict[int, _Handle] = {}
-        self._finished: dict[str, int] = {}  # finish reason -> requests
-        self._cv = threading.Condition()  # guards the engine; the loop holds it for a whole step
-        # Callers queued for the engine lock during a step go first at the step's end: a lock is not fair,
-        # and the loop, re-taking it at once, kept 7 of 8 concurrent submitters out for 5 steps (~4 s).
-        self._queued = 0
-        self._queued_cv = threading.Condition()
-        self._closed = False
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._loop, name="lexicon-engine", daemon=True)
-        self._thread.start()
-
-    # -- the step loop -------------------------------------------------------------------------
-    @contextmanager
-    def _locked(self):
-        """The engine lock for a caller thread, ahead of the loop's next step."""
-        with self._queued_cv:
-            self._queued += 1
-        try:
-            with self._cv:
-                yield
-        finally:
-            with self._queued_cv:
-                self._queued -= 1
-                self._queued_cv.notify_all()
-
-    def _loop(self) -> None:
-        while True:
-            with self._queued_cv:
-                self._queued_cv.wait_for(lambda: self._queued == 0, timeout=0.1)
-            with self._cv:
-                while not self._closed and not self.engine.has_work:
-                    self._cv.wait()
-                if self._closed:
-                    return
-                try:
-                    events = self.engine.step()
-                except BaseException as exc:  # fail every waiting caller rather than hang them
-                    self._fail_all(exc)
-                    continue
-                for seq, delta in events:
-                    handle = self._handles.get(seq.seq_id)
-                    if handle is None:
-                        continue
-                    if delta:
-                        handle.events.put(delta)
-                    if seq.is_finished:
-                        self._finish(handle)
-
-    def _finish(self, handle: _Handle) -> None:
-        self._handles.pop(handle.seq.seq_id, None)
-        out = self.engine.output(handle.seq)
-        self._finished[out.finish_reason] = self._finished.get(out.finish_reason, 0) + 1
-        handle.events.put(out)
-
-    def _fail_all(self, exc: BaseException) -> None:
-        self._error = exc
-        for handle in list(self._handles.values()):
-            self.engine.abort(handle.seq)
-            handle.events.put(RuntimeError(f"engine step failed: {exc!r}"))
-            self._finish(handle)
-
-    def _submit(self, prompt: Prompt, params: Optional[SamplingParams], snapshot: Optional[str] = None,
-                snapshot_target: Optional[str] = None) -> _Handle:
-        with self._locked():
-            if self._closed:
-                raise RuntimeError("the LLM is closed")
-            seq = self.engine.add_request(prompt, params, snapshot=snapshot, snapshot_target=snapshot_target)
-            handle = _Handle(self, seq)
-            self._handles[seq.seq_id] = handle
-            self._cv.notify()
-        return handle
-
-    def _cancel(self, handle: _Handle) -> None:
-        with self._locked():
-            if handle.seq.seq_id in self._handles and not handle.seq.is_finished:
-                self.engine.abort(handle.seq)
-                self._finish(handle)
-
-    # -- public API ----------------------------------------------------------------------------
-    def generate(self, prompts: list[Prompt], params: Optional[SamplingParams] = None) -> list[RequestOutput]:
-        if isinstance(prompts, str):
-            prompts = [prompts]
-        handles: list[_Handle] = []
-        try:
-            for p in prompts:
-                handles.append(self._submit(p, params))
-        except BaseException:
-            for h in handles:
-                self._cancel(h)
-            raise
-        return [h.result() for h in handles]
-
-    def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None,
-               snapshot: Optional[str] = None) -> TextStream:
-        return self._submit(prompt, params, snapshot=snapshot).deltas()
-
-    def submit(self, prompt: Prompt, params: Optional[SamplingParams] = None,
-               snapshot: Optional[str] = None) -> _Handle:
-        """Lower-level: the handle (``.deltas()``, ``.result()``, ``.seq``); used by the HTTP router."""
-        return self._submit(prompt, params, snapshot=snapshot)
-
-    def chat_prompt(self, messages: list[dict]) -> list[int]:
-        if self.tokenizer is None:
-            raise ValueError("this model has no tokenizer / chat template")
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-
-    def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, stream: bool = False,
-             snapshot: Optional[str] = None):
-        """With ``snapshot``, the rendered messages are the continuation after the snapshot's tokens."""
-        ids = self.chat_prompt(messages)
-        if stream:
-            return self.stream(ids, params, snapshot=snapshot)
-        return self._submit(ids, params, snapshot=snapshot).result()
-
-    def create_snapshot(self, name: str, prompt: Prompt) -> SnapshotInfo:
-        if not name:
-            raise ValueError("a snapshot needs a name")
-        out = self._submit(prompt, SamplingParams(max_tokens=1), snapshot_target=name).result()
-        if out.finish_reason != "snapshot":
-            raise RuntimeError(f"snapshot {name!r} was not created ({out.finish_reason})")
-        return SnapshotInfo(name, out.prompt_tokens)
-
-    def has_snapshot(self, name: str) -> bool:
-        with self._locked():
-            return name in self.engine.scheduler.snapshots
-
-    def drop_snapshot(self, name: str) -> bool:
-        with self._locked():
-            return self.engine.scheduler.snapshots.drop(name)
-
-    def stats(self) -> dict:
-        with self._locked():
-            return {**self.engine.stats(), "model": self.model_name, "finished": dict(self._finished)}
-
-    def close(self) -> None:
-        with self._cv:
-            self._closed = True
-            for handle in list(self._handles.values()):
-                self.engine.abort(handle.seq)
-                self._finish(handle)
-            self._cv.notify_all()
-        self._thread.join(timeout=30)
-
-    def __enter__(self) -> "LLM":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+from engine.llm import LLM, TextStream  # noqa: E402,F401  (the facade; importable from here as before)

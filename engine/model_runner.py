@@ -3,6 +3,11 @@
 A step packs the new tokens of every sequence into one ``[T]`` batch, so the linear layers, norms and MLPs
 see all running sequences at once. Logits are computed only for the rows that sample: the last token of
 a sequence whose prompt is complete (and, with speculative decoding, the rows of its draft tokens).
+
+Decode steps (every sequence one token) run on persistent device buffers (engine/static_decode.py), replayed
+from CUDA graphs on CUDA (engine/cuda_graphs.py); prefill, mixed and verify steps run eagerly. Either way
+the step issues no host sync until its end: inputs go up with non-blocking copies, sampling runs on the device
+(engine/sampling.py) and the sampled ids come back in one copy.
 """
 from __future__ import annotations
 
@@ -10,18 +15,28 @@ from typing import Optional
 
 import torch
 
+from engine.cuda_graphs import DecodeGraphs
 from engine.forward_context import SeqSpan
 from engine.models.hybrid import HybridLM
 from engine.paged_context import KVPool, PagedContext, kv_torch_dtype
-from engine.sampling import sample
+from engine.sampling import SamplingBatch, sample_tokens, to_device
 from engine.scheduler import ScheduledBatch
+from engine.spec_checkpoints import MambaCheckpoints
 from engine.state_pool import StatePool
+from engine.static_decode import StaticDecodeContext
+
+DECODE_GRAPHS = ("auto", "off", "static", "capture")
 
 
 class ModelRunner:
     def __init__(self, model: HybridLM, num_kv_blocks: int, block_size: int, num_state_slots: int,
-                 kv_dtype: str = "bfloat16", kernels: str = "auto"):
+                 kv_dtype: str = "bfloat16", kernels: str = "auto", max_num_seqs: int = 8,
+                 max_model_len: int = 8192, decode_graphs: str = "auto", spec_tokens: int = 0):
+        """``decode_graphs``: "auto" (CUDA graphs on CUDA, the eager paged step on CPU), "capture" (graphs;
+        CUDA only), "static" (the graphs' static-buffer step, run eagerly: any device), "off" (eager)."""
         from engine.kernels import select_ops
+        if decode_graphs not in DECODE_GRAPHS:
+            raise ValueError(f"unknown decode_graphs {decode_graphs!r}: {' | '.join(DECODE_GRAPHS)}")
         self.model = model
         self.ops = select_ops(model.device, kernels)  # once per device: the model and the context keep it
         model.use_ops(self.ops)
@@ -30,10 +45,29 @@ class ModelRunner:
         if len({(a.num_kv_heads, a.head_dim) for a in attn}) > 1:
             raise ValueError("attention layers with different KV shapes are not supported by the paged pool")
         n_kv, hd = (attn[0].num_kv_heads, attn[0].head_dim) if attn else (1, 1)
-        self.kv = KVPool(len(attn), num_kv_blocks, block_size, n_kv, hd, kv_torch_dtype(kv_dtype), model.device)
+        # one block more than the block manager hands out: the scratch block padded decode rows write into
+        self.kv = KVPool(len(attn), num_kv_blocks + 1, block_size, n_kv, hd, kv_torch_dtype(kv_dtype), model.device)
         self.states = StatePool(num_state_slots, model.mamba_state_shapes(), model.dtype, str(model.device))
         self.ctx = PagedContext(self.kv, self.states, self.ops)
         self.has_mamba = bool(cfg.layer_indices("mamba"))
+        self.checkpoints = (MambaCheckpoints(self.states, max_num_seqs, spec_tokens + 1)
+                            if spec_tokens and self.has_mamba else None)
+        self.graphs: Optional[DecodeGraphs] = None
+        self.last_logits: Optional[torch.Tensor] = None
+        cuda = model.device.type == "cuda"
+        if decode_graphs == "capture" and not cuda:
+            raise ValueError("decode_graphs='capture' needs a CUDA device")
+        windowed = any(a.sliding_window is not None for a in attn)
+        if decode_graphs in ("static", "capture") or (decode_graphs == "auto" and cuda and not windowed):
+            if windowed:
+                raise ValueError("the static decode step does not take sliding-window attention")
+            sctx = StaticDecodeContext(self.kv, self.states, self.ops, max_num_seqs, max_model_len,
+                                       scratch_block=num_kv_blocks)
+            self.graphs = DecodeGraphs(model, sctx, max_num_seqs, capture=cuda and decode_graphs != "static")
+
+    @staticmethod
+    def _is_decode(batch: ScheduledBatch) -> bool:
+        return all(n == 1 and not s.draft and s.pending == 1 for s, n in zip(batch.seqs, batch.num_tokens))
 
     @torch.inference_mode()
     def run(self, batch: ScheduledBatch) -> tuple[list[Optional[list[int]]], list]:
@@ -43,6 +77,29 @@ class ModelRunner:
         that verification needs (len(draft) + 1 tokens); the caller accepts the matching prefix.
         """
         self.kv.copy_blocks(batch.kv_copies)
+        dev = self.model.device
+        if self.graphs is not None and self._is_decode(batch) and self.graphs.fits(len(batch.seqs)):
+            logits = self.graphs.run(batch.seqs)
+            rows: list = [[i] for i in range(len(batch.seqs))]
+        else:
+            logits, rows = self._eager(batch, dev)
+        self.last_logits = logits  # the step's logits rows (tests compare the decode paths on them)
+        out: list[Optional[list[int]]] = [None] * len(batch.seqs)
+        if logits is None:
+            return out, rows
+        params, seeds, counters, owners = [], [], [], []
+        for i, (seq, rs) in enumerate(zip(batch.seqs, rows)):
+            for j in range(len(rs or ())):
+                params.append(seq.params)
+                seeds.append(seq.sampling_seed)
+                counters.append(len(seq.token_ids) + j)  # the position of the token this row draws
+                owners.append(i)
+        toks = sample_tokens(logits, SamplingBatch.prepare(params, seeds, counters, logits.shape[-1], dev))
+        for i, t in zip(owners, self._to_host(toks)):
+            out[i] = (out[i] or []) + [t]
+        return out, rows
+
+    def _eager(self, batch: ScheduledBatch, dev) -> tuple[Optional[torch.Tensor], list]:
         ids, pos, spans, rows, start = [], [], [], [], 0
         for seq, n in zip(batch.seqs, batch.num_tokens):
             toks = (seq.token_ids + seq.draft)[seq.num_cached: seq.num_cached + n]
@@ -53,21 +110,29 @@ class ModelRunner:
             rows.append(list(range(start + n - 1 - len(seq.draft), start + n)) if completes else None)
             start += n
         self.ctx.prepare(spans, [s.block_table for s in batch.seqs], [s.state_slot for s in batch.seqs])
-        hidden = self.model(torch.tensor(ids, dtype=torch.long), torch.tensor(pos, dtype=torch.long), self.ctx)
+        self.ctx.checkpoints = self._verify_checkpoints(batch, spans) if self.checkpoints is not None else None
         want = [r for rs in rows if rs is not None for r in rs]
-        out: list[Optional[list[int]]] = [None] * len(batch.seqs)
+        host = torch.tensor([ids, pos], dtype=torch.long)
+        if want:  # appended as a third row, padded: one upload for the step's inputs
+            host = torch.cat([host, torch.tensor([want + [0] * (len(ids) - len(want))], dtype=torch.long)])
+        up = to_device(host, dev)
+        hidden = self.model(up[0], up[1], self.ctx)
         if not want:
-            return out, rows
-        logits = self.model.compute_logits(hidden[torch.tensor(want, dtype=torch.long)])
-        row_params, row_gens, owners = [], [], []
-        for i, (seq, rs) in enumerate(zip(batch.seqs, rows)):
-            if rs is None:
-                continue
-            for _ in rs:
-                row_params.append(seq.params)
-                row_gens.append(seq.generator_for(logits.device))
-                owners.append(i)
-        toks = sample(logits, row_params, row_gens)
-        for i, t in zip(owners, toks):
-            out[i] = (out[i] or []) + [t]
-        return out, rows
+            return None, rows
+        return self.model.compute_logits(hidden.index_select(0, up[2, :len(want)])), rows
+
+    def _verify_checkpoints(self, batch: ScheduledBatch, spans: list[SeqSpan]):
+        """Which spans verify drafts (decode + drafts) and where their per-position Mamba states go."""
+        verify = {i: (s.state_slot, spans[i].length) for i, s in enumerate(batch.seqs)
+                  if s.draft and not s.is_prefilling and spans[i].length == 1 + len(s.draft)}
+        return self.checkpoints.begin(verify) if verify else None
+
+    @staticmethod
+    def _to_host(t: torch.Tensor) -> list[int]:
+        """The step's one device -> host transfer (pinned, non-blocking, then one wait on CUDA)."""
+        if t.device.type != "cuda":
+            return t.tolist()
+        buf = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+        buf.copy_(t, non_blocking=True)
+        torch.cuda.current_stream().synchronize()
+        return buf.tolist()

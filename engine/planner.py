@@ -325,13 +325,14 @@ def device_budget_bytes(device, memory_fraction: float = 0.9) -> int:
 def size_pools(config: ModelConfig, memory_bytes: int | None, weights_bytes: int, kv_dtype: str, max_model_len: int,
                max_num_seqs: int, chunk_tokens: int, block_size: int = 16, n_snapshot_slots: int = 4,
                conv_bytes: int = CONV_STATE_BYTES, device: str = "cpu",
-               memory_fraction: float = 0.9) -> PoolSizes:
+               memory_fraction: float = 0.9, reserved_bytes: int = 0) -> PoolSizes:
     """Engine start: KV blocks + Mamba slots from the same ``MemoryBudget`` the planner reports.
 
     One Mamba slot per running sequence plus ``n_snapshot_slots``; the KV pool holds at most what
     max_num_seqs + n_snapshot_slots full-length sequences could need (and at least one). The budget: on CUDA
     ``torch.cuda.mem_get_info`` (``memory_bytes``, if given, caps it); on CPU exactly that need, unless
-    ``memory_bytes`` caps it lower.
+    ``memory_bytes`` caps it lower. ``reserved_bytes``: other fixed buffers the engine allocates (the Mamba
+    checkpoints of speculative verification), counted with the runtime overhead.
     """
     device_type = str(device).split(":")[0]
     per_token = kv_bytes_per_token(config, kv_dtype)
@@ -342,7 +343,7 @@ def size_pools(config: ModelConfig, memory_bytes: int | None, weights_bytes: int
     blocks_per_seq = -(-max_model_len // block_size)
     per_block = max(1, int(per_token * block_size + scale_per_token * block_size))
     cap = blocks_per_seq * slots
-    acts, overhead = activation_bytes(config, chunk_tokens), overhead_bytes_for(device_type)
+    acts, overhead = activation_bytes(config, chunk_tokens), overhead_bytes_for(device_type) + reserved_bytes
     need = weights_bytes + acts + overhead + slots * mamba + (cap * per_block if per_token else 0)
     if device_type == "cuda":
         total, source = device_budget_bytes(device, memory_fraction), "cuda mem_get_info"

@@ -5,9 +5,7 @@ import itertools
 from enum import Enum
 from typing import Optional
 
-import torch
-
-from engine.sampling import SamplingParams, seeded_generator
+from engine.sampling import SamplingParams, random_seed
 
 _ids = itertools.count()
 
@@ -36,19 +34,10 @@ class Sequence:
         self.state_slot = 0  # 0 = the null slot (no state)
         self.status = SequenceStatus.WAITING
         self.finish_reason: Optional[str] = None
-        self.generator: Optional[torch.Generator] = None  # made on first use, on the logits' device
+        # the seed of this request's draws (engine/sampling.py: counter-based, the counter is the position)
+        self.sampling_seed = self.params.seed if self.params.seed is not None else random_seed()
         self.draft: list[int] = []  # speculative tokens proposed for the next step
         self.ngram_index = None  # spec_decode.NgramIndex of token_ids, built on the first prompt lookup
-
-    def generator_for(self, device) -> Optional[torch.Generator]:
-        """The request's seeded generator on ``device`` (where its logits are), made on the first draw and
-        kept, so successive draws continue one stream; None when unseeded."""
-        if self.params.seed is None:
-            return None
-        dev = torch.device(device)
-        if self.generator is None or self.generator.device.type != dev.type:
-            self.generator = seeded_generator(self.params.seed, dev)
-        return self.generator
 
     def __len__(self) -> int:
         return len(self.token_ids)

@@ -69,8 +69,13 @@ class Mamba2Mixer(nn.Module):
             ctx.set_mamba_state_batch(self.mamba_idx, conv_state, ssm_state)
         else:
             outs = []
+            ckpts = getattr(ctx, "checkpoints", None)  # speculative verify spans (engine/spec_checkpoints.py)
             for seq, span in enumerate(ctx.spans):
                 sl = slice(span.start, span.start + span.length)
+                row = ckpts.row(seq) if ckpts is not None else None
+                if row is not None:
+                    outs.append(self._verify_span(ctx, ckpts, row, seq, xbc[sl], dt[sl], A))
+                    continue
                 conv_state, ssm_state = ctx.mamba_state(self.mamba_idx, seq)
                 h, conv_state = causal_conv1d(xbc[sl].t(), conv_state, self.conv_weight, self.conv_bias)
                 h = F.silu(h.t())
@@ -83,3 +88,20 @@ class Mamba2Mixer(nn.Module):
             y = torch.cat(outs)
         y = self.norm(y.reshape(-1, s.d_inner), gate)
         return self.out_proj(y.to(x.dtype))
+
+    def _verify_span(self, ctx, ckpts, row: int, seq: int, xbc: torch.Tensor, dt: torch.Tensor,
+                     A: torch.Tensor) -> torch.Tensor:
+        """A speculative verify span (the last token + drafts): the multi-token recurrence in place in the pool,
+        writing the state after every position into the checkpoint buffer -> y [T, H, P] fp32 (D included)."""
+        from engine.kernels.mamba_step import mamba_multi_step_torch
+        s = self.spec
+        H, P, G, N, T = s.num_heads, s.head_dim, s.n_groups, s.ssm_state_size, xbc.shape[0]
+        conv_state, _ = ctx.mamba_state(self.mamba_idx, seq)  # a view of the pool slot
+        ckpts.save_conv_inputs(self.mamba_idx, row, conv_state, xbc)
+        h, new_conv = causal_conv1d(xbc.t(), conv_state, self.conv_weight, self.conv_bias)
+        conv_state.copy_(new_conv)
+        xs, B, C = F.silu(h.t()).split([s.d_inner, G * N, G * N], dim=-1)
+        update = self.ssm_update or mamba_multi_step_torch
+        ssm, slots = ctx.ssm_pool(self.mamba_idx)
+        return update(ssm, slots[seq:seq + 1], xs.reshape(1, T, H, P), dt[None], A, B.reshape(1, T, G, N),
+                      C.reshape(1, T, G, N), self.D, None, ckpts.ssm_rows(self.mamba_idx, row, T))[0]
