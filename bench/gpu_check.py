@@ -9,49 +9,33 @@ bandwidth ideal).
    update against their torch references (max error, speed ratio); seeded sampling and FP8 KV on the device.
 2. Puzzle-75B-A9B at its real dimensions (the engine preset; checked against ../shared/reference when
    present): random NVFP4 weights made on the device, N sequences whose KV (fp8 + scales) and Mamba state
-   are filled directly, decode steps: host metadata time, step time, tokens/s, peak memory, and the ratio to
-   the bandwidth ideal (bytes a step must read / measured device copy bandwidth).
+   are filled directly, decode steps as the engine runs them (engine/cuda_graphs.py: static buffers, one
+   CUDA graph per padded batch size, sampling on the device, one copy to the host): step time replayed and
+   eager, host time, tokens/s, peak memory, and the ratio to the bandwidth ideal (bytes a step must read /
+   measured device copy bandwidth).
 3. prefill throughput of one sequence over a chunked prefill (64K tokens).
 4. Nemotron-3-Super dimensions: 1 context.
-No CUDA graphs yet: the step is eager (see the printed host time). Memory is capped at 80 GiB on larger cards.
+Memory is capped at 80 GiB on larger cards. On a CPU (--tiny) the same static-buffer step runs without capture.
+Helpers (model with random NVFP4 weights, bytes per step, bandwidth): bench/gpu_model.py.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
+from gpu_model import (GIB, build_model, check_against_reference, copy_bandwidth, log, step_bytes, sync,  # noqa: E402
+                       timed, tiny_config)
 
-from engine.config import AttentionSpec, BlockSpec, MambaSpec, ModelConfig, MoeSpec  # noqa: E402
+from engine.config import ModelConfig  # noqa: E402
 
-GIB = 1024 ** 3
 CAP_GIB = 80.0
-
-
-def log(*a) -> None:
-    print(*a, flush=True)
-
-
-def sync(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timed(fn, device, repeat: int = 3) -> tuple[float, object]:
-    out = fn()
-    sync(device)
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        out = fn()
-    sync(device)
-    return (time.perf_counter() - t0) / repeat, out
 
 
 # -- 1. kernels ---------------------------------------------------------------------------------------------
@@ -63,15 +47,15 @@ def kernel_checks(device: str, tiny: bool) -> bool:
     from engine.kernels.decode_attention import paged_decode_attention_torch, paged_decode_attention_triton
     from engine.kernels.mamba_step import mamba_multi_step_torch, mamba_multi_step_triton
     from engine.sampling import SamplingParams, sample
-    from engine.sequence import Sequence
 
     ok = True
-    seq = Sequence([1], SamplingParams(temperature=1.0, seed=5))
-    logits = torch.randn(1, 1000, device=device)
-    a = sample(logits, [seq.params], [seq.generator_for(logits.device)])
-    b = sample(logits, [seq.params], [Sequence([1], seq.params).generator_for(logits.device)])
-    log(f"seeded sampling on {device}: generator on {seq.generator.device}, reproducible {a == b}")
-    ok &= a == b
+    params = [SamplingParams(temperature=1.0, seed=5), SamplingParams(temperature=0.7, top_k=40, top_p=0.9, seed=6)]
+    logits = torch.randn(2, 1000, generator=torch.Generator().manual_seed(0))
+    a = sample(logits.to(device), params, [5, 6], [10, 10])
+    b = sample(logits.to(device), params, [5, 6], [10, 10])
+    same = a == sample(logits, params, [5, 6], [10, 10])
+    log(f"seeded sampling on {device}: counter-based on the device, reproducible {a == b}, equal to cpu {same}")
+    ok &= a == b and same
     if not triton_available() or (device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1"):
         log("kernels: skipped (no triton, or CPU without TRITON_INTERPRET=1)")
         return ok
@@ -132,120 +116,25 @@ def kernel_checks(device: str, tiny: bool) -> bool:
 
 
 # -- 2. a model at real dimensions with random NVFP4 weights -----------------------------------------------
-def random_nvfp4(shape: tuple[int, ...], device, g):
-    """Packed e2m1 bytes (no NaN pattern exists in e2m1), unit e4m3 block scales, a global scale that keeps
-    outputs near unit scale: rms(e2m1) ~ 2.9."""
-    from engine.quant.nvfp4 import BLOCK, Nvfp4Tensor
+class _Row:
+    """What a decode step reads of a running sequence, for a sequence whose tokens were never materialised."""
 
-    *lead, out, inp = shape
-    packed = torch.randint(0, 256, (*lead, out, inp // 2), dtype=torch.uint8, device=device, generator=g)
-    scale = torch.ones(*lead, out, inp // BLOCK, device=device).to(torch.float8_e4m3fn)
-    glob = torch.full((*lead, 1, 1) if lead else (), 1.0 / (2.9 * math.sqrt(inp)), device=device)
-    return Nvfp4Tensor(packed, scale, glob)
-
-
-def build_model(config: ModelConfig, device, dtype, seed: int = 0):
-    from torch import nn
-
-    from engine.layers.linear import Linear
-    from engine.layers.moe import Experts
-    from engine.models.hybrid import HybridLM
-
-    g = torch.Generator(device=device).manual_seed(seed)
-    with torch.device("meta"):
-        model = HybridLM(config)
-    for name, module in model.named_modules():
-        if isinstance(module, Linear) and name != "lm_head":
-            module.set_weight([random_nvfp4((module.out_features, module.in_features), device, g)], dtype, device)
-        elif isinstance(module, Experts):
-            E, inter, dim = module.up.shape
-            for attr, shape in (("up", (E, inter, dim)), ("down", (E, dim, inter))):
-                stacked = random_nvfp4(shape, device, g)
-                setattr(module, f"compressed_{attr}", [stacked[e] for e in range(E)])
-                setattr(module, attr, nn.Parameter(torch.empty(E, 0, 0, dtype=dtype, device=device),
-                                                   requires_grad=False))
-    H = config.hidden_size
-    for name, p in list(model.named_parameters()):
-        if not p.is_meta:
-            continue
-        mod_name, attr = name.rsplit(".", 1)
-        module = model.get_submodule(mod_name)
-        if attr == "A_log":
-            t = torch.log(torch.linspace(1, 16, p.numel(), device=device))
-        elif attr == "dt_bias":
-            t = torch.full(p.shape, math.log(math.expm1(0.01)), device=device)
-        elif attr == "D" or "norm" in name:
-            t = torch.ones(p.shape, device=device)
-        elif p.dim() >= 2:
-            t = torch.randn(p.shape, device=device, generator=g) / math.sqrt(p.shape[-1])
-        else:
-            t = torch.zeros(p.shape, device=device)
-        fp32 = attr in ("router_weight", "e_score_correction_bias", "A_log", "dt_bias", "D")
-        setattr(module, attr, nn.Parameter(t.to(torch.float32 if fp32 else dtype), requires_grad=False))
-    if model.lm_head is not None:
-        model.lm_head.set_weight([torch.randn(config.vocab_size, H, device=device, generator=g) / math.sqrt(H)],
-                                 dtype, device)
-    model.share_rotaries(device)
-    return model.eval()
-
-
-def check_against_reference(config: ModelConfig) -> None:
-    ref = ROOT.parent / "shared" / "reference" / "puzzle-75b-a9b-block-configs.json"
-    if not ref.exists():
-        log(f"(no {ref}: the preset's per-layer values are used unchecked)")
-        return
-    blocks = json.loads(ref.read_text())
-    same = len(blocks) == len(config.blocks) and all(
-        b["block_type"] == s.kind and (s.kind != "moe" or (b["moe_intermediate_size"], b["num_experts_per_tok"])
-                                       == (s.moe.moe_intermediate_size, s.moe.num_experts_per_tok))
-        for b, s in zip(blocks, config.blocks))
-    log(f"preset vs {ref.name}: {len(blocks)} layers, per-layer kinds/widths/top-k {'equal' if same else 'DIFFER'}")
-
-
-def step_bytes(config: ModelConfig, n_seqs: int, context: int, kv_per_token: float, mamba_bytes: int) -> dict:
-    """Bytes one decode step must move at least: active weights (expected distinct experts for n_seqs random
-    tokens), the whole KV of every sequence, Mamba state read + written, the LM head."""
-    from engine.planner import WEIGHT_BYTES
-    q = WEIGHT_BYTES["nvfp4"]
-    H, w = config.hidden_size, 0.0
-    for b in config.blocks:
-        if b.kind == "mamba":
-            m = b.mamba
-            w += (H * (m.d_inner + m.conv_dim + m.num_heads) + m.d_inner * H) * q
-        elif b.kind == "attention":
-            a = b.attention
-            w += (H * (a.num_heads + 2 * a.num_kv_heads) * a.head_dim + a.num_heads * a.head_dim * H) * q
-        elif b.kind == "moe":
-            e = b.moe
-            d = e.latent_size or H
-            experts = e.n_routed_experts * (1 - (1 - e.num_experts_per_tok / e.n_routed_experts) ** n_seqs)
-            w += (experts * 2 * d * e.moe_intermediate_size + 2 * H * e.shared_intermediate_size
-                  + (2 * H * e.latent_size if e.latent_size else 0)) * q + e.n_routed_experts * H * 4
-    w += config.vocab_size * H * 2
-    kv = n_seqs * context * kv_per_token
-    state = 2 * n_seqs * mamba_bytes
-    return {"weights": w, "kv": kv, "state": state, "total": w + kv + state}
-
-
-def copy_bandwidth(device) -> float:
-    if torch.device(device).type != "cuda":
-        return float("nan")
-    x = torch.empty(1 * GIB // 2, dtype=torch.uint8, device=device)
-    y = torch.empty_like(x)
-    t, _ = timed(lambda: y.copy_(x), device, 5)
-    del x, y
-    return 2 * (GIB // 2) / t
+    def __init__(self, i: int, blocks: int, pos: int, vocab: int):
+        self.block_table, self.state_slot, self.num_cached = list(range(i * blocks, (i + 1) * blocks)), i + 1, pos
+        self.token_ids = {pos: (7 * i + 3) % vocab}
 
 
 def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, context: int, steps: int,
-              prefill: int, chunk: int, kernels: str, budget_s: float) -> None:
+              prefill: int, chunk: int, kernels: str, budget_s: float, graphs_on: bool = True) -> None:
     from engine.forward_context import SeqSpan
     from engine.kernels import select_ops
     from engine.paged_context import KVPool, PagedContext
     from engine.planner import kv_bytes_per_token, kv_scale_bytes_per_token, mamba_state_bytes
-    from engine.sampling import SamplingParams, sample
-    from engine.sequence import Sequence
+    from engine.cuda_graphs import DecodeGraphs
+    from engine.model_runner import ModelRunner
+    from engine.sampling import SamplingBatch, SamplingParams, sample_tokens
     from engine.state_pool import StatePool
+    from engine.static_decode import StaticDecodeContext
 
     t0 = time.perf_counter()
     cuda = torch.device(device).type == "cuda"
@@ -270,7 +159,7 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
         log(f"[{label}] engine pools: {exc}")
     attn = [b.attention for b in config.blocks if b.kind == "attention"]
     bps = -(-context // bs)
-    kv = KVPool(len(attn), n_seqs * bps, bs, attn[0].num_kv_heads, attn[0].head_dim, torch.float8_e4m3fn, device)
+    kv = KVPool(len(attn), n_seqs * bps + 1, bs, attn[0].num_kv_heads, attn[0].head_dim, torch.float8_e4m3fn, device)
     for t in kv.k + kv.v:  # fill directly: positive e4m3 codes below 0x7F (no NaN), one exponent per block
         t.view(torch.uint8).random_(0, 0x7F)
     for s in kv.k_scale + kv.v_scale:
@@ -279,49 +168,60 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
     for c, s in zip(states.conv, states.ssm):
         c.normal_(0, 0.1)
         s.normal_(0, 0.1)
+    scratch = n_seqs * bps  # the engine's extra KV block: padded decode rows write there
     ctx = PagedContext(kv, states, ops)
-    tables = [list(range(i * bps, (i + 1) * bps)) for i in range(n_seqs)]
-    slots = list(range(1, n_seqs + 1))
-    seeded = Sequence([1], SamplingParams(temperature=0.8, top_k=50, seed=1))
-    ids = torch.randint(0, config.vocab_size, (n_seqs,), device=device)
-    pos = torch.full((n_seqs,), context - 1, device=device)
+    rows = [_Row(i, bps, context - 1, config.vocab_size) for i in range(n_seqs)]
+    tables, slots = [r.block_table for r in rows], [r.state_slot for r in rows]
+    params = [SamplingParams()] * (n_seqs - 1) + [SamplingParams(temperature=0.8, top_k=50, seed=1)]
     sync(device)
     log(f"[{label}] {n_seqs} sequences x {context:,} tokens: KV {kv.nbytes / GIB:.2f} GiB (fp8 + scales), "
         f"Mamba state {sum(t.numel() * t.element_size() for t in states.conv + states.ssm) / GIB:.2f} GiB")
+    tc = time.perf_counter()
+    sctx = StaticDecodeContext(kv, states, ops, n_seqs, context, scratch)
+    graphs = DecodeGraphs(model, sctx, n_seqs, capture=cuda and graphs_on)
+    log(f"[{label}] decode graphs: captured sizes {graphs.captured or 'none'}"
+        + (f" in {time.perf_counter() - tc:.1f} s" if graphs.captured else "")
+        + (f" (capture failed: {graphs.capture_error})" if graphs.capture_error else "")
+        + ("" if cuda else " (CPU: the static-buffer step runs eagerly)"))
 
-    def step():
+    def step(replay: bool):
+        """One engine decode step: rows into the static buffers, replay (or run eagerly), sample on the
+        device, one copy of the ids to the host. -> host seconds spent before the device work was queued."""
         th = time.perf_counter()
-        ctx.prepare([SeqSpan(i, 1, context - 1) for i in range(n_seqs)], tables, slots)
+        logits = graphs.run(rows, replay=replay)
         host = time.perf_counter() - th
-        with torch.inference_mode():
-            hidden = model(ids, pos, ctx)
-            logits = model.compute_logits(hidden)
-        params = [SamplingParams()] * (n_seqs - 1) + [seeded.params]
-        gens = [None] * (n_seqs - 1) + [seeded.generator_for(logits.device)]
-        return host, sample(logits, params, gens)
+        batch = SamplingBatch.prepare(params, [0] * n_seqs, [context] * n_seqs, logits.shape[-1], device)
+        ModelRunner._to_host(sample_tokens(logits, batch))
+        return host
 
-    step()  # warm-up (Triton compiles)
-    sync(device)
-    times, hosts = [], []
-    for _ in range(steps):
-        t1 = time.perf_counter()
-        host, _ = step()
-        sync(device)
-        times.append(time.perf_counter() - t1)
-        hosts.append(host)
-        if time.perf_counter() - t0 > budget_s:
-            break
-    st = sorted(times)[len(times) // 2]
+    def measure(replay: bool) -> tuple[float, float, int]:
+        step(replay)  # warm-up (Triton compiles)
+        times, hosts = [], []
+        for _ in range(steps):
+            t1 = time.perf_counter()
+            hosts.append(step(replay))
+            times.append(time.perf_counter() - t1)
+            if time.perf_counter() - t0 > budget_s:
+                break
+        return sorted(times)[len(times) // 2], min(hosts), len(times)
+
+    st, host, n = measure(replay=True)
     need = step_bytes(config, n_seqs, context, kv_bytes_per_token(config, "fp8") +
                       kv_scale_bytes_per_token(config, "fp8", bs), mamba_state_bytes(config, dtype.itemsize))
     bw = copy_bandwidth(device)
     ideal = need["total"] / bw if cuda else float("nan")
     peak = torch.cuda.max_memory_allocated() / GIB if cuda else float("nan")
-    log(f"[{label}] decode step (median of {len(times)}): {st * 1e3:.1f} ms (host metadata {min(hosts) * 1e3:.1f} ms), "
+    how = "CUDA graph replay" if graphs.captured else "static buffers, eager"
+    log(f"[{label}] decode step ({how}, median of {n}): {st * 1e3:.1f} ms (host {host * 1e3:.2f} ms), "
         f"{n_seqs / st:.1f} tok/s; peak memory {peak:.2f} GiB")
+    if graphs.captured:
+        se, host_e, _ = measure(replay=False)
+        log(f"[{label}] the same step eager: {se * 1e3:.1f} ms (host {host_e * 1e3:.2f} ms); eager / graph = "
+            f"{se / st:.2f}x")
     log(f"[{label}] a step must read {need['total'] / 1e9:.1f} GB (weights {need['weights'] / 1e9:.1f}, KV "
         f"{need['kv'] / 1e9:.1f}, Mamba state r+w {need['state'] / 1e9:.1f}); copy bandwidth {bw / 1e12:.2f} TB/s "
         f"-> ideal {ideal * 1e3:.1f} ms; step / ideal = {st / ideal:.1f}x (target <= 3x)")
+    del graphs, sctx
     if prefill:
         done, t2 = 0, time.perf_counter()
         with torch.inference_mode():
@@ -341,20 +241,6 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
         torch.cuda.empty_cache()
 
 
-def tiny_config() -> ModelConfig:
-    mamba = MambaSpec(num_heads=4, head_dim=16, ssm_state_size=12, n_groups=2, chunk_size=16)
-    attn = AttentionSpec(num_heads=4, num_kv_heads=2, head_dim=16)
-    blocks = []
-    for i, ch in enumerate("MEM*EMEM*E"):
-        if ch == "M":
-            blocks.append(BlockSpec("mamba", mamba=mamba))
-        elif ch == "*":
-            blocks.append(BlockSpec("attention", attention=attn))
-        else:
-            blocks.append(BlockSpec("moe", moe=MoeSpec(16, 2 + i % 3, 32, 64, latent_size=32, routed_scaling_factor=5.0)))
-    return ModelConfig(arch="nemotron_h_puzzle", vocab_size=256, hidden_size=64, blocks=blocks, name="tiny-puzzle")
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="toy sizes on CPU (CI)")
@@ -365,6 +251,7 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=8192)
     ap.add_argument("--kernels", default="auto", help="auto | default | torch | triton")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: kernels,puzzle,super")
+    ap.add_argument("--no-graphs", action="store_true", help="decode eagerly (no CUDA graph capture)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     start = time.perf_counter()
@@ -395,7 +282,7 @@ def main(argv=None) -> int:
         check_against_reference(cfg)
         try:
             run_model("puzzle-75b-a9b", cfg, device, dtype, args.seqs, args.context, args.steps, args.prefill,
-                      args.chunk, args.kernels, 300)
+                      args.chunk, args.kernels, 300, not args.no_graphs)
         except torch.cuda.OutOfMemoryError as exc:
             log(f"[puzzle-75b-a9b] OUT OF MEMORY with {args.seqs} sequences: {str(exc).splitlines()[0]}")
             ok = False
@@ -403,7 +290,7 @@ def main(argv=None) -> int:
     if "super" not in skip and time.perf_counter() - start < 360:
         try:
             run_model("nemotron-3-super", get_preset("super"), device, dtype, 1, args.context, 3, 0,
-                      args.chunk, args.kernels, 100)
+                      args.chunk, args.kernels, 100, not args.no_graphs)
         except torch.cuda.OutOfMemoryError as exc:
             log(f"[nemotron-3-super] OUT OF MEMORY: {str(exc).splitlines()[0]}")
             ok = False

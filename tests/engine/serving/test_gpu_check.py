@@ -19,8 +19,9 @@ def test_gpu_check_tiny_runs_on_cpu():
                          text=True, timeout=600, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
-    assert "seeded sampling on cpu: generator on cpu, reproducible True" in text
-    assert "[tiny puzzle] decode step" in text and "chunked prefill: 64 of 64 tokens" in text
+    assert "seeded sampling on cpu: counter-based on the device, reproducible True, equal to cpu True" in text
+    assert "[tiny puzzle] decode graphs: captured sizes none (CPU: the static-buffer step runs eagerly)" in text
+    assert "[tiny puzzle] decode step (static buffers, eager" in text and "chunked prefill: 64 of 64 tokens" in text
     try:
         import triton  # noqa: F401
     except ImportError:
