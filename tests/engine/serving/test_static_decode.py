@@ -73,6 +73,28 @@ def test_static_decode_with_the_engine_s_cpu_ops_and_a_batch_padded_to_eight(tin
             torch.testing.assert_close(b, a, rtol=0, atol=1e-4)
 
 
+def test_decode_graph_settings(tiny_hybrid, tiny_llama):
+    """auto: no graphs and no static step on a CPU; capture refused off CUDA; a sliding-window model keeps the
+    eager step under auto and refuses the static one; unknown values are refused."""
+    import dataclasses
+
+    def make(loaded, mode):
+        return LLMEngine(loaded, EngineConfig(max_model_len=64, max_num_seqs=2, kv_dtype="float32",
+                                              decode_graphs=mode))
+    assert make(tiny_hybrid, "auto").runner.graphs is None
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        make(tiny_hybrid, "capture")
+    with pytest.raises(ValueError, match="unknown decode_graphs"):
+        make(tiny_hybrid, "always")
+    cfg = tiny_llama_config()
+    cfg.blocks = [dataclasses.replace(b, attention=dataclasses.replace(b.attention, sliding_window=8))
+                  if b.attention else b for b in cfg.blocks]
+    windowed = random_hybrid(cfg, seed=1)
+    assert make(windowed, "auto").runner.graphs is None
+    with pytest.raises(ValueError, match="sliding-window"):
+        make(windowed, "static")
+
+
 def test_batch_sizes_and_padding():
     assert batch_sizes(1) == [1]
     assert batch_sizes(8) == [1, 2, 4, 8]
