@@ -27,7 +27,7 @@ def header_years(line: str) -> list[str]:
     if "\t" not in line:
         return []
     years = []
-    for cell in _cells(line)[1:]:
+    for cell in _cells(line):  # the label cell may be empty, or dropped when it was
         ys = YEAR.findall(cell)
         if len(ys) == 1:
             years.append(ys[0])

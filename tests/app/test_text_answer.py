@@ -28,6 +28,13 @@ REPORT = [
     ("By January 31, 2019, the personnel and facilities related actions included in the restructuring plan were "
      "substantially complete.", None),
 ]
+NOTES_HTML = """<html><body><h2>Note 7. Other assets</h2>
+<p>Other assets consist of deferred charges, deposits and long-term prepaid expenses.</p>
+<table><tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Deferred charges and other assets</td><td>1,204</td><td>1,117</td></tr>
+<tr><td>Rent and other deposits</td><td>5,512</td><td>5,687</td></tr>
+<tr><td>Total other assets</td><td>6,716</td><td>6,804</td></tr></table>
+<p>The following table shows other assets by category as of December 31.</p></body></html>"""
 OTHER = [
     ("MUTUAL NON-DISCLOSURE AGREEMENT", "h"),
     ("This Agreement is made between Orrin Labs Inc. and Pellam Systems LLC. Each party shall keep the other "
@@ -57,7 +64,9 @@ def service(tmp_path_factory):
 
     svc = LexiconService(small_settings(tmp_path_factory.mktemp("reports")))
     docs = tmp_path_factory.mktemp("report-files")
-    job = svc.ingest_paths(TENANT, [write_pdf(docs / "annual_report.pdf", REPORT), write_pdf(docs / "nda.pdf", OTHER)])
+    (docs / "notes.html").write_text(NOTES_HTML, encoding="utf-8")
+    job = svc.ingest_paths(TENANT, [write_pdf(docs / "annual_report.pdf", REPORT), write_pdf(docs / "nda.pdf", OTHER),
+                                    docs / "notes.html"])
     assert job["failed"] == 0, job
     yield svc
     svc.close()
@@ -140,3 +149,17 @@ def test_verifier_needs_the_span_the_terms_and_the_year_in_the_quote():
     assert not verify_text(ask_of(other), other, "$7.2 million", quote)[0]  # not about what was asked
     later = "What were the hosting related costs in 2020?"
     assert not verify_text(ask_of(later), later, "$9.5 million", quote)[0]  # another period
+
+
+def test_which_years_a_table_reports_a_line_for(service):
+    a = ask(service, "In which years were Deferred charges and other assets reported?")
+    assert a.supported and a.answer == "2019 and 2018", a
+    c = a.citations[0]
+    assert c.filename == "notes.html" and "Deferred charges and other assets" in c.quote and "2019" in c.quote
+    from app.agent.text_answer import text_answer
+
+    doc = next(d["id"] for d in service.documents(TENANT) if d["filename"] == "notes.html")
+    passages = [{"doc_id": p.doc_id, "filename": p.filename, "page": p.page, "section": p.section, "text": p.text}
+                for p in service.kb.document_passages(TENANT, doc)]
+    assert text_answer("In which year were Deferred charges and other assets larger?", passages) is None  # BI's
+    assert text_answer("In which years were deferred tax liabilities reported?", passages) is None  # no such row
