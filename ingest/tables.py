@@ -13,61 +13,13 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from ingest.parsers import Cell, RawTable
+from ingest.table_captions import CAPTION, JUNK_TITLE, PERIOD_WORDS, caption_header_rows, title_rows
 from ingest.table_grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
+from ingest.table_numbers import CURRENCIES, ParsedNumber, parse_number  # noqa: F401 - parse_number is re-exported
 from ingest.table_periods import parse_period
-from ingest.table_rows import (PER_SHARE, SUMMARY, RowMeta, classify_statement, find_scale, row_meta,
-                               statement_title)
+from ingest.table_rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
 
-DASHES = {"-", "—", "–", "−", "--", "n/a", "na", "n.a.", "nm", "*"}
-NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")
-SCALE = re.compile(
-    r"\b(?:in|amounts? in|expressed in|USD|US\$|\$)\s*(?:(?:U\.?S\.?|USD|US)\s+)?(?:dollars\s+)?"
-    r"(thousands|millions|billions)\b", re.I)
 USD_WORDS = re.compile(r"\bUSD\b|U\.S\. dollars|US dollars|\$", re.I)
-CURRENCIES = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
-
-
-@dataclass
-class ParsedNumber:
-    value: float | None  # None = an explicit blank such as "—"
-    currency: str = ""
-    percent: bool = False
-
-
-def parse_number(cell: Cell) -> ParsedNumber | None:
-    """A number from a financial-statement cell, or None when the cell is not numeric."""
-    if isinstance(cell, bool):
-        return None
-    if isinstance(cell, (int, float)):
-        return ParsedNumber(float(cell))
-    if cell is None:
-        return None
-    s = str(cell).strip().replace("\u00a0", " ")
-    if not s:
-        return None
-    if s.lower() in DASHES:
-        return ParsedNumber(None)
-    negative = False
-    if s.startswith("(") and s.endswith(")"):
-        negative, s = True, s[1:-1].strip()
-    currency = ""
-    for sym, code in CURRENCIES.items():
-        if sym in s:
-            currency, s = code, s.replace(sym, "")
-    if s.upper().startswith("USD"):
-        currency, s = "USD", s[3:]
-    if s.strip() in DASHES and currency:
-        return ParsedNumber(None, currency)  # "$-", "$ —": an explicit blank
-    percent = s.endswith("%")
-    s = s.rstrip("%").replace(" ", "")
-    if s.startswith(("−", "–")):
-        s = "-" + s[1:]
-    if s.startswith("(") and s.endswith(")"):
-        negative, s = True, s[1:-1]
-    if not s or not NUMBER.match(s) or not any(ch.isdigit() for ch in s):
-        return None
-    value = float(s.replace(",", ""))
-    return ParsedNumber(-value if negative else value, currency, percent)
 
 
 @dataclass
@@ -145,10 +97,6 @@ def period_slug(key: str) -> str:
 
 
 RESERVED = {"row_num", "section", "is_total"}
-CAPTION = re.compile(r"\b(in\s+(thousands|millions|billions)|except\s+per|unaudited|statements?\s+of|balance\s+sheets?|"
-                     r"consolidated|dollars|amounts)\b|^\(.*\)$", re.I)
-
-
 # a label-only row ending in a connective ("NET INCOME PER COMMON SHARE ATTRIBUTABLE TO") runs on in the next row
 WRAPS = re.compile(r"\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|before|after|net\s+of)\s*[,-]?$", re.I)
 
@@ -176,64 +124,6 @@ def _clean(cell: Cell) -> Cell:
 
 def _is_number(x) -> bool:
     return parse_number(x) is not None and not blank(x)
-
-
-PERIOD_WORDS = re.compile(r"\b(ended|ending|months|weeks|years?|quarters?|as\s+(of|at)|fiscal)\b|(?<!\d)(19|20)\d\d(?!\d)", re.I)
-COMPANY = re.compile(r"\b(inc|corp|corporation|company|co|plc|ltd|limited|llc|l\.?p|n\.?v|s\.?a|ag|se|group|holdings)\b\.?|"
-                     r"\band\s+subsidiaries\b", re.I)
-JUNK_TITLE = re.compile(r"^(table\s+of\s+contents|index|\d+|page\s+\d+)$", re.I)
-
-
-def _spanning_text(row: list[Cell], across: bool = False) -> str | None:
-    """The one text of a row whose filled cells all say the same (a caption printed across the table; with
-    ``across``, in two cells or more, or in the first)."""
-    cells = [str(c).strip() for c in row if not blank(c)]
-    filled = set(cells)
-    if len(filled) != 1 or (across and len(cells) < 2 and blank(row[0])):
-        return None
-    text = filled.pop()
-    return text if _is_text(text) and not periodish(text) else None
-
-
-def _title_rows(rows, notes):
-    """Caption rows at the top of a grid: a lone text in the first cell, or one text printed across the table
-    (company name, statement title, "(Unaudited)", "(in millions)") -- not a group header such as "Years Ended
-    December 31,". Returns (rows below them, title, how many, the caption texts)."""
-    title, statement_line, n, captions = "", "", 0, []
-    width = len(rows[0])
-    while len(rows) - n > 2 and width > 1:
-        row = rows[n]
-        text = _spanning_text(row, across=True)
-        if text is None:
-            break
-        one_cell = sum(not blank(c) for c in row) == 1 and not blank(row[0])
-        named = bool(statement_title(text) or CAPTION.search(text) or COMPANY.search(text) or SUMMARY.search(text)
-                     or (text.isupper() and len(text) > 3))
-        ahead = any(statement_title(t or "") for t in (_spanning_text(r, across=True) for r in rows[n + 1:n + 3]))
-        if not one_cell and (PERIOD_WORDS.search(text) or not (named or ahead)):
-            break
-        notes.append(text)
-        captions.append(text)
-        title = title or text
-        statement_line = statement_line or (text if statement_title(text) else "")
-        n += 1
-    return rows[n:], statement_line or title, n, captions
-
-
-def _caption_header_rows(header: list[list[Cell]], notes: list) -> list[str]:
-    """Header rows that are a caption printed across the columns ("(in thousands, except per share data)",
-    a statement title) say nothing about one column: they go to the notes and leave the labels."""
-    out = []
-    for h in header:
-        text = _spanning_text(h)
-        across = sum(not blank(c) for c in h) >= 2  # over one column it is that column's header
-        if text and not PERIOD_WORDS.search(text) and (find_scale(text) or re.fullmatch(r"\(.*\)", text)
-                                                       or (across and statement_title(text))):
-            notes.append(text)
-            out.append(text)
-            for j in range(len(h)):
-                h[j] = None
-    return out
 
 
 def _merge_labels(header_rows: list[list[Cell]], width: int) -> list[str]:
@@ -285,7 +175,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     if not rows or not rows[0]:
         return None
     notes = [raw.title, raw.context]
-    rows, title, n_title, captions = _title_rows(rows, notes)
+    rows, title, n_title, captions = title_rows(rows, notes)
     given_title = "" if JUNK_TITLE.match(str(raw.title or "").strip()) else str(raw.title or "")
     title = title if (title and statement_title(title) and not statement_title(given_title)) else (given_title or title)
     width = len(rows[0])
@@ -308,7 +198,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
                 break
     rows = fold_columns(rows, n_head)
     width = len(rows[0])
-    captions += _caption_header_rows(rows[:n_head], notes)
+    captions += caption_header_rows(rows[:n_head], notes)
     labels = _merge_labels(rows[:n_head], width)
     if labels and (CAPTION.search(labels[0]) or len(labels[0].split()) > 4):
         notes.append(labels[0])  # a caption over the row labels is no column name
