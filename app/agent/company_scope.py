@@ -175,6 +175,22 @@ def _profile(kb, tenant: str, doc) -> set[str]:
     return toks | parts | _PROFILE_PAIRS[key] | {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
 
 
+def _table_words(kb, tenant: str, doc_ids: set[str]) -> set[str]:
+    """Words of the row labels and column headers of the documents' tables."""
+    out: set[str] = set()
+    try:
+        tables = kb.list_tables(tenant)
+    except Exception:
+        return out
+    for t in tables:
+        if t.doc_id not in doc_ids:
+            continue
+        texts = [c.label or c.name for c in t.columns]  # not the title: it often names the company
+        texts += [f"{r.label} {r.parent}" for r in (getattr(t, "rows", None) or [])]
+        out |= set(_tokens(" ".join(texts)))
+    return out
+
+
 def _named_by(m: Mention, words: set[str]) -> bool:
     """Every name word is in ``words`` (a one-word name) or most of them are (a longer one)."""
     hits = sum(t in words for t in m.tokens)
@@ -189,6 +205,9 @@ def company_scope(kb, tenant: str, question: str, doc_ids: Optional[list[str]] =
     if not docs:
         return CompanyScope(found)
     profiles = {d.id: _profile(kb, tenant, d) for d in docs}
+    items = _table_words(kb, tenant, {d.id for d in docs})
+    # "revenue of Software": a name the tables of the documents carry is a line item, not a company
+    found = [m for m in found if m.possessive or not _named_by(m, items)]
     matched: list[str] = []
     missing: list[str] = []
     names: list[str] = []
