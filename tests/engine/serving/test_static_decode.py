@@ -3,6 +3,8 @@ tokens on the tiny hybrid (Mamba2 + attention + MoE) and on a tiny Llama, fp32 a
 batches; the graph capture itself on CUDA."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from hybrid_fixtures import random_hybrid
@@ -12,6 +14,9 @@ from engine.config import AttentionSpec, BlockSpec, MlpSpec, ModelConfig
 from engine.llm_engine import EngineConfig, LLMEngine
 from engine.sampling import SamplingParams
 from engine.static_decode import batch_sizes, padded_size, write_fp8_decode
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # the Triton case runs through the interpreter on a CPU
 
 PROMPTS = [[3, 14, 15, 92, 65], [35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79, 50, 28], [8, 41, 1, 16],
            [5, 6, 7], [60, 61, 62, 63, 64, 65, 66, 67, 68]]
@@ -61,6 +66,17 @@ def test_static_decode_step_equals_the_eager_step(request, model, kv_dtype):
         assert (a is None) == (b is None)
         if a is not None:
             torch.testing.assert_close(b, a, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_static_decode_with_triton_kernels_equals_the_eager_step(tiny_hybrid):
+    """What the CUDA graph replays, with the Triton decode attention and Mamba update (interpreted on a CPU)."""
+    pytest.importorskip("triton")
+    pairs, (want, got), static = lockstep(tiny_hybrid, "fp8", "triton", n=4)
+    assert got == want and static.runner.graphs.eager_steps >= 3
+    for a, b in pairs:
+        if a is not None:
+            torch.testing.assert_close(b, a, rtol=0, atol=1e-4)
 
 
 def test_static_decode_with_the_engine_s_cpu_ops_and_a_batch_padded_to_eight(tiny_hybrid):
