@@ -32,8 +32,9 @@ class ModelRunner:
     def __init__(self, model: HybridLM, num_kv_blocks: int, block_size: int, num_state_slots: int,
                  kv_dtype: str = "bfloat16", kernels: str = "auto", max_num_seqs: int = 8,
                  max_model_len: int = 8192, decode_graphs: str = "auto", spec_tokens: int = 0):
-        """``decode_graphs``: "auto" (CUDA graphs on CUDA, the eager paged step on CPU), "capture" (graphs;
-        CUDA only), "static" (the graphs' static-buffer step, run eagerly: any device), "off" (eager)."""
+        """``decode_graphs``: "auto" (CUDA graphs on CUDA with the Triton kernels, else the eager paged step),
+        "capture" (graphs; CUDA only), "static" (the graphs' static-buffer step, run eagerly: any device),
+        "off" (eager)."""
         from engine.kernels import select_ops
         if decode_graphs not in DECODE_GRAPHS:
             raise ValueError(f"unknown decode_graphs {decode_graphs!r}: {' | '.join(DECODE_GRAPHS)}")
@@ -58,7 +59,8 @@ class ModelRunner:
         if decode_graphs == "capture" and not cuda:
             raise ValueError("decode_graphs='capture' needs a CUDA device")
         windowed = any(a.sliding_window is not None for a in attn)
-        if decode_graphs in ("static", "capture") or (decode_graphs == "auto" and cuda and not windowed):
+        auto = decode_graphs == "auto" and cuda and not windowed and self.ops.name == "triton"  # sync-free ops
+        if decode_graphs in ("static", "capture") or auto:
             if windowed:
                 raise ValueError("the static decode step does not take sliding-window attention")
             sctx = StaticDecodeContext(self.kv, self.states, self.ops, max_num_seqs, max_model_len,
