@@ -63,9 +63,9 @@ def find_scale(text: str) -> str:
 NOT_A_TITLE = re.compile(
     r"\b(following|table|tables|effects?|included|includes|including|presented|presents|recognized|location|"
     r"related|information|supplemental|see|notes?\s+to|reported|classified|within|line\s+items?|our|we|was|were|"
-    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact|analysis|discussion|selected|components?|note\s+\d+|obligor|guarantors?|"
-    r"non-guarantors?|issuers?|changes\s+in\s+(?!"
-    r"(stockholders|shareholders|shareowners|equity)))\b", re.I)
+    r"is|are|has|have|reflects?|summar\w+|amounts?\s+recorded|impact|analysis|discussion|selected|components?|"
+    r"note\s+\d+|obligor|guarantors?|non-guarantors?|issuers?|"
+    r"changes\s+in\s+(?!(stockholders|shareholders|shareowners|equity)))\b", re.I)
 
 
 SUMMARY = re.compile(r"\b(selected|highlights?|summary|quarterly|non[\s-]?gaap|reconciliation|segments?|"
