@@ -21,7 +21,7 @@ from app.agent.quotes import candidate_quotes
 from app.agent.repetition import guarded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
 from app.agent.text import content_words
-from app.agent.text_answer import text_answer
+from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.verify import DATE, JURISDICTION, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
@@ -51,8 +51,10 @@ def make_rag_nodes(deps: AgentDeps):
             found = extractive_answer(ctype, question, graded[:ANSWER_PASSAGES])
             if found:
                 return found
+        # the sentence that states it and the span read off it, verified; a question of a clause type whose clause
+        # did not verify gets a figure at most (its wording merely met a clause type's), never a looser clause
         ranked = graded + [p for p in state.get("passages") or [] if p not in graded]
-        found = text_answer(question, ranked, state["question"])  # the sentence that states it, the span, verified
+        found = text_answer(question, ranked, state["question"], kinds=None if ctype is None else FIGURE_ASKS)
         if found:
             return found
         if ctype is None and graded:  # free generation only as the fallback, kept only when it verifies

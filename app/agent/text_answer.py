@@ -24,6 +24,7 @@ from app.agent.text_spans import Ask, ask_of, extract
 from app.agent.verify import verify_text
 from ingest.sentences import sentence_spans
 
+FIGURE_ASKS = ("amount", "percent", "count", "years")  # asks answered by a figure or years, not by a clause
 MAX_PASSAGES = 8
 TRY = 4  # best-scoring sentences tried against the verifier
 MIN_SENTENCE_WORDS = 5
@@ -133,14 +134,18 @@ def score(ask: Ask, qpairs: list[tuple[str, str]], c: Candidate, weights: dict[s
     return s - 0.02 * c.rank
 
 
-def text_answer(question: str, passages: list[dict], full_question: str | None = None) -> dict | None:
+def text_answer(question: str, passages: list[dict], full_question: str | None = None,
+                kinds: tuple[str, ...] | None = None) -> dict | None:
     """{"answer", "citations", "supported": True, "related": []} from the sentence that answers ``question``,
     verified; None when no sentence of ``passages`` verifiably states it. ``full_question``: the question as
-    asked when ``question`` is its de-named form (``scope``), whose dates and years name periods, not documents."""
+    asked when ``question`` is its de-named form (``scope``), whose dates and years name periods, not documents;
+    ``kinds``: the kinds of ask (``text_spans.Ask.kind``) to answer, None for all."""
     ask = ask_of(question)
     if full_question and full_question != question:
         full = ask_of(full_question)
         ask.years, ask.multi = full.years or ask.years, full.multi or ask.multi
+    if kinds is not None and ask.kind not in kinds:
+        return None
     if not ask.key and ask.kind != "table":
         return None
     cands = candidates(passages)
