@@ -3,8 +3,10 @@ no_support (with the nearest passages as "related"), cite.
 
 With the embedded model a clause question is answered by the clause itself: the whole sentence(s) that state
 what is asked, with document, page and section, and a one-line lead-in only where a value (a jurisdiction, a
-date) is read off the quote. A question of no known clause type may get a model-written answer, kept only when
-the verifier finds every figure and name of it in the cited sentences. ``supported`` is the verifier's verdict;
+date) is read off the quote. Any other question over the text (a figure for a year, a date, a reason, the
+listed items) is answered by extraction (``text_answer``): the sentence that states it, the span read off it,
+the sentence and page as its citation. Only when that finds nothing may a model-written answer stand, kept when
+``verify_generated`` finds its words in the cited sentences. ``supported`` is the verifier's verdict;
 when nothing verifies, the answer says the documents do not state it and lists the nearest passages as related.
 """
 from __future__ import annotations
