@@ -1,0 +1,31 @@
+"""The RAG route's verdicts on answers that rest on report text: a model draft stands only when its words are
+the cited sentences' words; an extracted span only when its sentence states it for the period asked."""
+from __future__ import annotations
+
+from app.agent.text_spans import ask_of
+from app.agent.verify import verify_generated, verify_text
+
+QUOTE = ("Net cash provided by operating activities increased $224 million for fiscal 2019 as compared to fiscal "
+         "2018, primarily due to lower payments for taxes and restructuring costs.")
+Q = "Why did net cash provided by operating activities increase in fiscal 2019?"
+
+
+def test_a_draft_in_the_cited_words_stands():
+    draft = "Net cash provided by operating activities increased due to lower payments for taxes and restructuring costs."
+    assert verify_generated(Q, draft, [QUOTE])[0]
+
+
+def test_echoed_scaffolding_or_a_loose_paraphrase_does_not():
+    assert not verify_generated(Q, "DOCUMENT:\n\nDOCUMENT:\n\nDOCUMENT:", [QUOTE])[0]
+    assert not verify_generated(Q, "Net cash provided by operating activities increased.", [QUOTE])[0]
+    loose = "Operating cash rose because customers paid faster and inventory management improved markedly."
+    assert not verify_generated(Q, loose, [QUOTE])[0]
+    assert not verify_generated(Q, "It increased $250 million due to lower payments for taxes.", [QUOTE])[0]
+
+
+def test_a_figure_answer_needs_its_year_in_the_quote():
+    q = "What was the increase in net cash provided by operating activities in fiscal 2019?"
+    assert verify_text(ask_of(q), q, "$224 million", QUOTE)[0]
+    q2017 = "What was the increase in net cash provided by operating activities in fiscal 2017?"
+    assert not verify_text(ask_of(q2017), q2017, "$224 million", QUOTE)[0]
+    assert not verify_text(ask_of(q), q, "$224 billion", QUOTE)[0]
