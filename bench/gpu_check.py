@@ -116,6 +116,24 @@ def kernel_checks(device: str, tiny: bool) -> bool:
 
 
 # -- 2. a model at real dimensions with random NVFP4 weights -----------------------------------------------
+def replay_vs_eager(graphs, states, row) -> float:
+    """The same one-sequence decode step replayed and run eagerly from the same Mamba state (its KV write is
+    the same token at the same slot both times) -> the largest logits difference."""
+    slot = row.state_slot
+    saved = [(c[slot].clone(), s[slot].clone()) for c, s in zip(states.conv, states.ssm)]
+
+    def restore():
+        for (c, s), (c0, s0) in zip(zip(states.conv, states.ssm), saved):
+            c[slot].copy_(c0)
+            s[slot].copy_(s0)
+
+    a = graphs.run([row], replay=True).clone()
+    restore()
+    b = graphs.run([row], replay=False)
+    restore()
+    return (a.float() - b.float()).abs().max().item()
+
+
 class _Row:
     """What a decode step reads of a running sequence, for a sequence whose tokens were never materialised."""
 
@@ -205,6 +223,8 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
                 break
         return sorted(times)[len(times) // 2], min(hosts), len(times)
 
+    diff = replay_vs_eager(graphs, states, rows[0])
+    log(f"[{label}] graph vs eager step, one sequence: max |logits diff| {diff:.2e}")
     st, host, n = measure(replay=True)
     need = step_bytes(config, n_seqs, context, kv_bytes_per_token(config, "fp8") +
                       kv_scale_bytes_per_token(config, "fp8", bs), mamba_state_bytes(config, dtype.itemsize))

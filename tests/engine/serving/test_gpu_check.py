@@ -21,6 +21,7 @@ def test_gpu_check_tiny_runs_on_cpu():
     text = out.stdout
     assert "seeded sampling on cpu: counter-based on the device, reproducible True, equal to cpu True" in text
     assert "[tiny puzzle] decode graphs: captured sizes none (CPU: the static-buffer step runs eagerly)" in text
+    assert "[tiny puzzle] graph vs eager step, one sequence: max |logits diff| 0.00e+00" in text
     assert "[tiny puzzle] decode step (static buffers, eager" in text and "chunked prefill: 64 of 64 tokens" in text
     try:
         import triton  # noqa: F401
