@@ -10,6 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+# GEMM kind on CPU for load_model (engine/layers/linear.py): "auto" = "int4" for a GGUF file with Q4_0/Q4_1/Q8_0
+# weights (kept 4-bit, docs/engine-serving-speed.md), else "onednn"; the environment's LEXICON_ENGINE_CPU_GEMM
+# (auto|int4|onednn|fp16|plain) overrides it.
+DEFAULT_CPU_GEMM = "auto"
+
 BlockKind = Literal["mamba", "attention", "mlp", "moe"]
 PATTERN_CHARS: dict[str, BlockKind] = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 

@@ -13,6 +13,11 @@ On CPU, ``pack_cpu`` replaces a dense weight with a packed copy for a faster GEM
   and ~1.3x for 512-row prefill chunks (see docs/engine-serving-speed.md).
 - ``"fp16"``: fbgemm's fp16-weight GEMM (weights rounded to fp16, fp32 activations); halves the bytes read
   by a one-row GEMV, at the cost of weight precision.
+- ``"int4"`` (the default for GGUF files with 4/8-bit blocks): the weight stays 4-bit for torch's int4 GEMM
+  (``engine.quant.cpu_kernels.Int4Weight``: GGUF Q4_0/Q4_1 with their own codes, Q8_0 and dense weights as
+  8 bits per 32 in two 4-bit planes), run for up to ``INT4_MAX_ROWS`` rows (decode, short verify steps) with
+  bf16 activations. Longer GEMMs (prefill chunks) run on a oneDNN-packed dense copy, bf16 where the CPU has
+  BF16 units (AVX512-BF16/AMX), else fp32. See docs/engine-serving-speed.md for speed and tolerance.
 """
 from __future__ import annotations
 
@@ -26,7 +31,16 @@ from torch import nn
 # torch 2.13 (pinned) still ships the fbgemm fp16 kernels and warns once that they are deprecated.
 warnings.filterwarnings("ignore", message="fbgemm_(linear_fp16_weight_fp32_activation|pack_gemm_matrix_fp16) is deprecated")
 
-CPU_GEMMS = ("onednn", "fp16", "plain")
+CPU_GEMMS = ("onednn", "fp16", "plain", "int4")
+INT4_MAX_ROWS = 16  # int4 GEMMs with more rows than this run on the dense oneDNN copy instead
+
+
+def _prefill_dtype() -> torch.dtype:
+    """bf16 for the dense copy of an int4 Linear where oneDNN has BF16 units (AVX512-BF16/AMX), else fp32."""
+    try:
+        return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else torch.float32
+    except (RuntimeError, AttributeError):
+        return torch.float32
 
 
 def _pack_onednn(w: torch.Tensor) -> Optional[torch.Tensor]:
@@ -58,15 +72,17 @@ class Linear(nn.Module):
         self.weight = nn.Parameter(torch.empty(out_features, in_features), requires_grad=False)
         self.bias = nn.Parameter(torch.zeros(out_features), requires_grad=False) if bias else None
         self.compressed: Optional[list] = None  # list of QuantizedTensor parts stacked along out_features
-        self.packed: Optional[torch.Tensor] = None  # CPU-packed copy that replaces the weight (see pack_cpu)
-        self.packed_kind: Optional[str] = None  # "onednn" | "fp16"
+        self.packed = None  # CPU-packed copy that replaces the weight (see pack_cpu): a tensor or an Int4Weight
+        self.packed_kind: Optional[str] = None  # "onednn" | "fp16" | "int4"
+        self.dense_packed: Optional[torch.Tensor] = None  # int4: a oneDNN-packed dense copy for long GEMMs
+        self.dense_bias: Optional[torch.Tensor] = None
         self.packed_dtype: Optional[torch.dtype] = None  # activation dtype the packed GEMM takes
         self._zero_bias: Optional[torch.Tensor] = None
         self.nvfp4_gemm = None  # a GEMM that dequantizes NVFP4 parts in-kernel (engine.kernels), set once
 
     def set_weight(self, parts: Sequence, dtype: torch.dtype, device) -> None:
         """Install the weight from parts (dense tensors or QuantizedTensor) that stack along dim 0."""
-        self.packed = self.packed_kind = self.packed_dtype = None
+        self.packed = self.packed_kind = self.packed_dtype = self.dense_packed = None
         if all(isinstance(p, torch.Tensor) for p in parts):
             w = torch.cat([p.to(device=device, dtype=dtype) for p in parts]) if len(parts) > 1 else parts[0]
             self._check_shape(tuple(w.shape))
@@ -84,11 +100,13 @@ class Linear(nn.Module):
             raise ValueError(f"weight shape {shape} does not match Linear({self.in_features} -> {self.out_features})")
 
     def pack_cpu(self, kind: str = "onednn") -> bool:
-        """Replace the dense CPU weight with a packed copy for ``kind`` ("onednn" or "fp16", module doc).
-        Returns False (and changes nothing) where it does not apply: compressed or non-CPU weights, an
-        unsupported dtype, a torch build without the kernel."""
-        if kind not in ("onednn", "fp16"):
-            raise ValueError(f"unknown CPU GEMM {kind!r}; known: onednn, fp16")
+        """Replace the dense CPU weight with a packed copy for ``kind`` ("onednn", "fp16" or "int4", module doc).
+        Returns False (and changes nothing) where it does not apply: compressed (other than GGUF blocks for
+        int4) or non-CPU weights, an unsupported dtype, a torch build without the kernel."""
+        if kind not in ("onednn", "fp16", "int4"):
+            raise ValueError(f"unknown CPU GEMM {kind!r}; known: onednn, fp16, int4")
+        if kind == "int4":
+            return self._pack_int4()
         if self.packed is not None or self.compressed is not None or self.weight.device.type != "cpu":
             return False
         w = self.weight.detach()
@@ -101,10 +119,32 @@ class Linear(nn.Module):
         self.weight = nn.Parameter(torch.empty(0, dtype=w.dtype), requires_grad=False)  # the packed copy replaces it
         return True
 
+    def _pack_int4(self) -> bool:
+        from engine.quant.cpu_kernels import Int4Weight, int4_supported
+        parts = self.compressed if self.compressed is not None else [self.weight.detach()]
+        if self.packed is not None or self.weight.device.type != "cpu" or not int4_supported(parts):
+            return False
+        try:
+            packed, dense = Int4Weight.from_parts(parts, with_dense=True)
+        except (RuntimeError, NotImplementedError):  # a torch build without the CPU int4 kernel
+            return False
+        dtype = _prefill_dtype()
+        dense = _pack_onednn(dense.to(dtype))
+        self.dense_packed = dense
+        self.dense_bias = None if self.bias is None or dense is None else self.bias.detach().to(dtype)
+        self.packed, self.packed_kind, self.packed_dtype = packed, "int4", dtype
+        self.compressed = None
+        self.weight = nn.Parameter(torch.empty(0, dtype=self.weight.dtype), requires_grad=False)
+        return True
+
     @property
     def packed_nbytes(self) -> int:
+        """Bytes of the packed weight (int4: the 4-bit weight plus its dense copy for long GEMMs)."""
         if self.packed is None:
             return 0
+        if self.packed_kind == "int4":
+            dense = 0 if self.dense_packed is None else self.out_features * self.in_features * self.packed_dtype.itemsize
+            return self.packed.nbytes + dense
         if self.packed_kind == "onednn":  # an opaque oneDNN tensor: count the logical weight
             return self.out_features * self.in_features * self.packed_dtype.itemsize
         return self.packed.numel() * self.packed.element_size()
@@ -118,7 +158,25 @@ class Linear(nn.Module):
         parts = [p.dequantize(dtype) for p in self.compressed]
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
+    @property
+    def decode_nbytes(self) -> int:
+        """Weight bytes a GEMM of a few rows (a decode step) reads."""
+        if self.packed_kind == "int4":
+            return self.packed.nbytes
+        if self.packed is not None:
+            return self.packed_nbytes
+        if self.compressed is not None:
+            return sum(p.nbytes for p in self.compressed)
+        return self.weight.numel() * self.weight.element_size()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed_kind == "int4":
+            if self.dense_packed is not None and x.numel() > INT4_MAX_ROWS * self.in_features:
+                y = torch.ops.mkldnn._linear_pointwise(x.to(self.packed_dtype), self.dense_packed, self.dense_bias,
+                                                       "none", [], "")
+                return y.to(x.dtype)
+            y = self.packed(x)
+            return y if self.bias is None else y + self.bias
         if self.packed is not None:
             if x.dtype != self.packed_dtype:
                 raise TypeError(f"a {self.packed_kind}-packed {self.packed_dtype} Linear got {x.dtype} input")

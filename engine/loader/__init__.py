@@ -1,19 +1,21 @@
 """``load_model(path)``: a ``.gguf`` file (llama) or a Hugging Face folder (config.json + safetensors:
 Nemotron-H, Nemotron-H Puzzle, Llama) -> our ``HybridLM`` with its tokenizer.
 
-Dense weights are cast to ``dtype``; FP8 / NVFP4 weights stay compressed (dequantized per layer on use).
+Dense weights are cast to ``dtype``; FP8 / NVFP4 weights stay compressed (dequantized per layer on use); GGUF
+Q4_0/Q4_1/Q8_0 weights stay 4-bit for the CPU int4 GEMM when ``cpu_gemm`` is "int4" (the default for them).
 The MoE router and its correction bias stay fp32, as in the reference implementation.
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import torch
 
-from engine.config import ModelConfig
+from engine.config import DEFAULT_CPU_GEMM, ModelConfig
 from engine.hf_config import model_config_from_hf
 from engine.layers.linear import CPU_GEMMS, Linear
 from engine.layers.moe import Experts
@@ -89,13 +91,13 @@ def _set_experts(module: Experts, attr: str, parts: list, dtype, device) -> None
                                              requires_grad=False))
 
 
-def _load_gguf(path: Path, dtype, device) -> LoadedModel:
+def _load_gguf(path: Path, dtype, device, keep_quantized: bool = False) -> LoadedModel:
     from engine.loader.gguf_file import GgufFile
     from engine.loader.gguf_source import GgufSource, hf_config_from_gguf
 
     file = GgufFile(path)
     config = model_config_from_hf(hf_config_from_gguf(file))
-    source = GgufSource(path, file)
+    source = GgufSource(path, file, keep_quantized=keep_quantized)
     with torch.device("meta"):
         model = HybridLM(config)
     assign_weights(model, source, llama_names(config), dtype, device)
@@ -137,16 +139,35 @@ def _materialize_buffers(model: HybridLM, device) -> None:
             raise KeyError(f"parameter {name} was not loaded from the checkpoint")
 
 
-def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
-               mamba_dt_clamp: Optional[str] = None, cpu_gemm: str = "onednn") -> LoadedModel:
-    """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers).
-    ``cpu_gemm`` (CPU only): "onednn" (default) packs every projection for oneDNN's GEMM in the weights' own
-    dtype; "fp16" runs them as fbgemm fp16-weight GEMMs (weights rounded to fp16); "plain" keeps
-    ``F.linear`` on the dense weights. See engine/layers/linear.py."""
-    if cpu_gemm not in CPU_GEMMS:
-        raise ValueError(f"cpu_gemm must be one of {', '.join(CPU_GEMMS)}, got {cpu_gemm!r}")
+def resolve_cpu_gemm(path: str | Path, device, cpu_gemm: Optional[str] = None) -> str:
+    """The CPU GEMM kind ``load_model`` uses: ``cpu_gemm``, else LEXICON_ENGINE_CPU_GEMM, else
+    ``engine.config.DEFAULT_CPU_GEMM``; "auto" is "int4" for a GGUF file with Q4_0/Q4_1/Q8_0 weights on CPU,
+    else "onednn"."""
+    kind = cpu_gemm or os.environ.get("LEXICON_ENGINE_CPU_GEMM") or DEFAULT_CPU_GEMM
+    if kind not in CPU_GEMMS + ("auto",):
+        raise ValueError(f"cpu_gemm must be one of auto, {', '.join(CPU_GEMMS)}, got {kind!r}")
+    if kind != "auto":
+        return kind
     path = Path(path)
-    loaded = _load(path, dtype, device)
+    if torch.device(device).type == "cpu" and path.suffix == ".gguf" and path.is_file():
+        from engine.loader.gguf_file import GgufFile
+        from engine.loader.gguf_source import GgufSource
+        if GgufSource(path, GgufFile(path)).quantized_types():
+            return "int4"
+    return "onednn"
+
+
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+               mamba_dt_clamp: Optional[str] = None, cpu_gemm: Optional[str] = None) -> LoadedModel:
+    """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers).
+    ``cpu_gemm`` (CPU only; default ``resolve_cpu_gemm``: "int4" for quantized GGUF files, else "onednn"):
+    "onednn" packs every projection for oneDNN's GEMM in the weights' own dtype; "int4" keeps GGUF 4/8-bit
+    weights 4-bit for torch's int4 GEMM (dense weights rounded to 8 bits per 32, see
+    engine/quant/cpu_kernels.py) with a dense oneDNN copy for prefill; "fp16" runs fbgemm fp16-weight GEMMs
+    (weights rounded to fp16); "plain" keeps ``F.linear`` on the dense weights. See engine/layers/linear.py."""
+    path = Path(path)
+    cpu_gemm = resolve_cpu_gemm(path, device, cpu_gemm)
+    loaded = _load(path, dtype, device, keep_quantized=cpu_gemm == "int4" and torch.device(device).type == "cpu")
     if cpu_gemm != "plain":
         loaded.model.pack_cpu(cpu_gemm)
     if mamba_dt_clamp is not None:
@@ -158,12 +179,12 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str
     return loaded
 
 
-def _load(path: Path, dtype, device) -> LoadedModel:
+def _load(path: Path, dtype, device, keep_quantized: bool = False) -> LoadedModel:
     if not path.exists():
         raise FileNotFoundError(f"model path {path} does not exist")
     with torch.inference_mode(False), torch.no_grad():
         if path.suffix == ".gguf":
-            return _load_gguf(path, dtype, device)
+            return _load_gguf(path, dtype, device, keep_quantized)
         if path.is_dir():
             return _load_hf_folder(path, dtype, device)
     raise ValueError(f"{path} is neither a .gguf file nor a Hugging Face model folder")

@@ -1,4 +1,5 @@
-"""Read a llama-architecture GGUF file through the ``gguf`` package, dequantized, under HF Llama names.
+"""Read a llama-architecture GGUF file under HF Llama names: dequantized (``gguf`` package), or, with
+``keep_quantized``, Q4_0/Q4_1/Q8_0 tensors as their raw blocks (``engine.quant.GgufBlockTensor``).
 
 llama.cpp's converter permutes the rows of Q and K so its rope can rotate interleaved pairs; we use the HF
 ``rotate_half`` layout, so those rows are permuted back here (same inverse as transformers' loader).
@@ -12,6 +13,7 @@ import numpy as np
 import torch
 
 from engine.loader.gguf_file import GgufFile
+from engine.quant.gguf_blocks import QTYPES, GgufBlockTensor
 
 _LAYER = {
     "input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
@@ -32,8 +34,9 @@ def unpermute_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
 
 
 class GgufSource:
-    def __init__(self, path: str | Path, file: GgufFile | None = None):
+    def __init__(self, path: str | Path, file: GgufFile | None = None, keep_quantized: bool = False):
         self.path = Path(path)
+        self.keep_quantized = keep_quantized
         self.file = file or GgufFile(path)
         self._tensors = self.file.tensors
         meta = self.file.metadata
@@ -57,16 +60,25 @@ class GgufSource:
         except KeyError:
             return False
 
-    def get(self, name: str) -> torch.Tensor:
+    def get(self, name: str):
+        """A dense fp32 tensor, or a ``GgufBlockTensor`` for a block-quantized weight when ``keep_quantized``."""
         gname = self._gguf_name(name)
         if gname not in self._tensors:
             raise KeyError(f"GGUF file {self.path.name} has no tensor {gname!r} (for {name!r})")
-        w = self.file.dequantize(gname)
+        t = self._tensors[gname]
+        keep = self.keep_quantized and t.qtype in QTYPES and len(t.shape) == 2
+        w = t.data if keep else self.file.dequantize(gname)  # blocks: [rows, bytes per row]
         if ".attn_q." in gname:
             w = unpermute_rope_rows(w, self.n_heads)
         elif ".attn_k." in gname:
             w = unpermute_rope_rows(w, self.n_kv_heads)
+        if keep:
+            return GgufBlockTensor(torch.from_numpy(np.array(w, dtype=np.uint8, copy=True)), QTYPES[t.qtype], t.shape[1])
         return torch.from_numpy(np.array(w, dtype=np.float32, copy=True))
+
+    def quantized_types(self) -> set[str]:
+        """The block types of this file's 2-D weights that ``keep_quantized`` keeps (e.g. {"Q4_1", "Q8_0"})."""
+        return {QTYPES[t.qtype] for t in self._tensors.values() if t.qtype in QTYPES and len(t.shape) == 2}
 
 
 def hf_config_from_gguf(file: GgufFile) -> dict:

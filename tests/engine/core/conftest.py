@@ -3,12 +3,12 @@ import pytest
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """The packaged SmolLM2-135M-Instruct GGUF as the engine loads it by default (fp32, projections packed
-    for oneDNN's GEMM on CPU)."""
+    """The packaged SmolLM2-135M-Instruct GGUF dequantized to fp32, projections packed for oneDNN's GEMM on CPU
+    (the exact path; the engine's default for quantized GGUF files, int4, is tested in tests/engine/test_quant_int4.py)."""
     from app.settings import packaged_llm_gguf
     from engine.loader import load_model
 
-    return load_model(packaged_llm_gguf())
+    return load_model(packaged_llm_gguf(), cpu_gemm="onednn")
 
 
 @pytest.fixture(scope="session")

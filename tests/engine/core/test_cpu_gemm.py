@@ -80,7 +80,7 @@ def test_fp16_packing_rounds_only_the_weights_and_skips_what_it_cannot_hold():
     big.weight.data[0, 0] = 1e6  # beyond fp16 range: stays exact fp32
     assert not big.pack_cpu("fp16") and big.packed is None
     with pytest.raises(ValueError, match="unknown CPU GEMM"):
-        big.pack_cpu("int4")
+        big.pack_cpu("int3")
 
 
 def test_whole_model_packed_for_onednn_equals_plain_f_linear(tmp_path):
