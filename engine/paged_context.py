@@ -15,6 +15,7 @@ import torch
 
 from engine import kv_quant
 from engine.forward_context import FOLD_MAX_ROWS as FOLD_ROWS, SeqSpan, causal_attention
+from engine.kernels.cpu_prefill_attention import prefix_flash_attention
 from engine.state_pool import StatePool
 
 KV_DTYPES = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
@@ -239,6 +240,9 @@ class PagedContext:
             part = slice(r.start + a, r.start + b) if isinstance(r, slice) else r[a:b]
             return past(kc, part), past(vc, part)
 
+        if sliding_window is None and q.device.type == "cpu":  # torch's flash kernel, parts merged by LSE
+            view = isinstance(r, slice) and store == q.dtype
+            return prefix_flash_attention(q_seq, load, s.past_len, scale, whole_past=view)
         return blockwise_attention(q_seq, load, S, kc.shape[0], scale, s.past_len, sliding_window)
 
     def mamba_state(self, mamba_idx: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:

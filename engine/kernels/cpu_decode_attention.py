@@ -25,21 +25,22 @@ from typing import Optional, Union
 import torch
 import torch.nn.functional as F
 
-MAX_PAD = 1.5  # a group's padded keys (members x longest past) stay under this factor of the real keys
-MAX_FOLD = 16  # query steps up to this long are folded (decode, speculative verify)
+MAX_PAD = 1.5  # a group's keys read (members x longest past) stay under this factor of the real keys; padded
+# query rows cost little (a decode step is bound by reading the keys, once per kv head for all its rows)
 
 
 @dataclass
 class Group:
-    rows: torch.Tensor  # packed-token rows of the members' new tokens, member-major [n * L]
+    q_rows: Union[slice, torch.Tensor]  # packed q rows, member-major [n * L] (a member's last row repeats as padding)
+    out_rows: Union[slice, torch.Tensor]  # packed output rows of the real (unpadded) rows
+    real: Optional[torch.Tensor]  # which of the n * L computed rows are real (None: all)
     start: int  # first pool slot of the first member's past
     stride: int  # slots between consecutive members' pasts (0 for a single member)
     n: int  # members
-    L: int  # new tokens per member
+    L: int  # query rows per member (the longest new-token count; shorter ones padded)
     keys: int  # keys read per member (the longest past + L)
-    past: list[int]  # past length of each member
-    mask: Optional[torch.Tensor] = None  # additive [n, 1, L (x group), keys] fp32, None when nothing is masked
-    _masks: dict = field(default_factory=dict)  # the mask in each query dtype (built once per step)
+    mask: Optional[torch.Tensor] = None  # additive [n, 1, L, keys] fp32, None when nothing is masked
+    _masks: dict = field(default_factory=dict)  # the mask in each query dtype and fold (built once per step)
 
     def mask_as(self, dtype: torch.dtype, group: int) -> Optional[torch.Tensor]:
         if self.mask is None:
@@ -80,6 +81,13 @@ def _mask(past: list[int], L: int, keys: int) -> Optional[torch.Tensor]:
     return torch.zeros(allowed.shape).masked_fill_(~allowed, float("-inf"))[:, None]
 
 
+def _rows(rows: list[int]) -> Union[slice, torch.Tensor]:
+    """Consecutive rows as a slice (a view of q), others as an index."""
+    if rows == list(range(rows[0], rows[0] + len(rows))):
+        return slice(rows[0], rows[0] + len(rows))
+    return torch.tensor(rows, dtype=torch.long)
+
+
 def plan_decode(starts: list[int], lengths: list[int], pasts: list[int], reads: list[Read], pool_slots: int,
                 long_rest: Optional[int] = None, long_slices: bool = False) -> DecodePlan:
     """Group the sequences of a step (their packed-row starts, new-token counts, past lengths and pool reads:
@@ -89,37 +97,43 @@ def plan_decode(starts: list[int], lengths: list[int], pasts: list[int], reads: 
     groups: list[Group] = []
     gathers: list[Gather] = []
     rest: list[int] = []
-    runs: dict[int, list[tuple[int, int, int]]] = {}  # L -> (slot start, keys, seq)
+    runs: list[tuple[int, int, int, int]] = []  # (slot start, past, new tokens, seq)
     for i, (r, L, p) in enumerate(zip(reads, lengths, pasts)):
         if long_rest is not None and p + L > long_rest and (long_slices or not isinstance(r, slice)):
             rest.append(i)
         elif isinstance(r, slice):
-            runs.setdefault(L, []).append((r.start, p + L, i))
+            runs.append((r.start, p, L, i))
         else:
             gathers.append(Gather(torch.arange(starts[i], starts[i] + L), r, p))
 
-    def close(members: list[tuple[int, int, int]], L: int) -> None:
-        keys = max(k for _, k, _ in members)
-        stride = members[1][0] - members[0][0] if len(members) > 1 else 0
-        idx = [s for _, _, s in members]
-        rows = torch.tensor([starts[s] + j for s in idx for j in range(L)], dtype=torch.long)
-        past = [pasts[s] for s in idx]
-        groups.append(Group(rows, members[0][0], stride, len(members), L, keys, past, _mask(past, L, keys)))
+    def shape(members: list[tuple[int, int, int, int]]) -> tuple[int, int]:
+        L = max(m[2] for m in members)
+        return L, max(m[1] for m in members) + L
 
-    for L, items in runs.items():
-        items.sort()
-        cur: list[tuple[int, int, int]] = []
-        for it in items:
-            if cur:
-                keys = max(it[1], max(k for _, k, _ in cur))
-                stride_ok = len(cur) == 1 or it[0] - cur[-1][0] == cur[1][0] - cur[0][0]
-                fits = it[0] + keys <= pool_slots
-                padded_ok = (len(cur) + 1) * keys <= MAX_PAD * (sum(k for _, k, _ in cur) + it[1])
-                if not (stride_ok and fits and padded_ok):
-                    close(cur, L)
-                    cur = []
-            cur.append(it)
-        close(cur, L)
+    def close(members: list[tuple[int, int, int, int]]) -> None:
+        L, keys = shape(members)
+        stride = members[1][0] - members[0][0] if len(members) > 1 else 0
+        q_rows = [starts[s] + min(j, n - 1) for _, _, n, s in members for j in range(L)]
+        out_rows = [starts[s] + j for _, _, n, s in members for j in range(n)]
+        real = [i * L + j for i, (_, _, n, _) in enumerate(members) for j in range(n)]
+        padded = len(real) < len(q_rows)
+        groups.append(Group(_rows(q_rows), _rows(out_rows), torch.tensor(real) if padded else None,
+                            members[0][0], stride, len(members), L, keys, _mask([m[1] for m in members], L, keys)))
+
+    runs.sort()
+    cur: list[tuple[int, int, int, int]] = []
+    for it in runs:
+        if cur:
+            L, keys = shape(cur + [it])
+            stride_ok = len(cur) == 1 or it[0] - cur[-1][0] == cur[1][0] - cur[0][0]
+            fits = it[0] + keys <= pool_slots
+            padded_ok = (len(cur) + 1) * keys <= MAX_PAD * sum(m[1] + m[2] for m in cur + [it])  # keys read
+            if not (stride_ok and fits and padded_ok):
+                close(cur)
+                cur = []
+        cur.append(it)
+    if cur:
+        close(cur)
     return DecodePlan(groups, gathers, rest)
 
 
@@ -153,14 +167,14 @@ def run_plan(plan: DecodePlan, q: torch.Tensor, k_cache: torch.Tensor, v_cache: 
             shape, strides = (g.n, KV, g.keys, D), (g.stride * ss, sk, ss, k_cache.stride(2))
             k = k_cache.as_strided(shape, strides, k_cache.storage_offset() + g.start * ss)
             v = v_cache.as_strided(shape, strides, v_cache.storage_offset() + g.start * ss)
-        rows = g.rows
-        contiguous = int(rows[-1]) - int(rows[0]) + 1 == len(rows)
-        qg = q[int(rows[0]):int(rows[0]) + len(rows)] if contiguous else q.index_select(0, rows)
+        qg = q[g.q_rows] if isinstance(g.q_rows, slice) else q.index_select(0, g.q_rows)
         o = _attend(qg, k, v, g.mask_as(q.dtype, group if g.L > 1 else 1), scale, g.n, g.L, KV, group, D)
-        if contiguous:
-            out[int(rows[0]):int(rows[0]) + len(rows)] = o
+        if g.real is not None:
+            o = o.index_select(0, g.real)
+        if isinstance(g.out_rows, slice):
+            out[g.out_rows] = o
         else:
-            out.index_copy_(0, rows, o)
+            out.index_copy_(0, g.out_rows, o)
     for ga in plan.gathers:
         L = len(ga.rows)
         k = k_cache.index_select(1, ga.slots)[None]

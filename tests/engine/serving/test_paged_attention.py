@@ -26,7 +26,8 @@ def stored(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float8_e4m3fn])
-@pytest.mark.parametrize("past,new", [(90, 1), (90, 7), (LONG_CONTEXT + 300, 1), (LONG_CONTEXT + 300, 9)])
+@pytest.mark.parametrize("past,new", [(90, 1), (90, 7), (LONG_CONTEXT + 300, 1), (LONG_CONTEXT + 300, 9),
+                                      (LONG_CONTEXT + 300, 40)])
 @pytest.mark.parametrize("scattered", [False, True])
 def test_paged_attention_equals_causal_attention_over_the_stored_past(dtype, past, new, scattered):
     g = torch.Generator().manual_seed(past + new)
@@ -80,3 +81,20 @@ def test_block_tables_become_tensors_once_per_sequence_not_every_step():
     ctx.prepare([SeqSpan(0, 1, 70 * BS)], [other], [1])
     assert id(table) not in ctx._tables and not isinstance(ctx.read[0], slice)
     assert ctx.read[0].tolist() == list(range(62_500 * BS, 62_570 * BS)) + [0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_long_prefill_flash_parts_merge_to_causal_attention(dtype):
+    """A prefill chunk after a long past: the past read in key blocks (and in one piece) plus the chunk's own
+    causal block, merged by log-sum-exp, equal causal attention over everything."""
+    from engine.kernels.cpu_prefill_attention import prefix_flash_attention
+
+    g = torch.Generator().manual_seed(5)
+    past, L = 700, 48
+    k = torch.randn(past + L, KV, HD, generator=g).to(dtype)
+    v = torch.randn(past + L, KV, HD, generator=g).to(dtype)
+    q = torch.randn(L, H, HD, generator=g)
+    want = causal_attention(q, k.float(), v.float(), 0.3, past)
+    for whole, block in ((False, 256), (True, 256), (False, 10_000)):
+        got = prefix_flash_attention(q, lambda a, b: (k[a:b], v[a:b]), past, 0.3, whole_past=whole, key_block=block)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

@@ -55,11 +55,11 @@ def test_kernel_contract_equals_the_torch_reference(dtype, scattered):
 
 
 @pytest.mark.parametrize("store", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("new", [1, 4])
+@pytest.mark.parametrize("new", [[1] * 6, [4] * 6, [1, 3, 5, 2, 4, 1]])
 def test_paged_context_cpu_ops_equal_the_per_sequence_path(store, new):
     """Six sequences: four admitted together (equal reservations: one strided group with different pasts),
-    one elsewhere, one whose blocks are scattered; decode (new=1) and verify-sized steps (new=4)."""
-    g = torch.Generator().manual_seed(new)
+    one elsewhere, one whose blocks are scattered; decode, verify-sized steps and verify steps of different
+    lengths (shorter members padded)."""
     pasts = [50, 43, 50, 31, 70, 26]
     reserve = 12  # blocks per sequence
     tables = [list(range(i * reserve, (i + 1) * reserve)) for i in range(4)]
@@ -74,8 +74,9 @@ def test_paged_context_cpu_ops_equal_the_per_sequence_path(store, new):
         ctx.prepare([SeqSpan(sum(pasts[:i]), p, 0) for i, p in enumerate(pasts)], tables, list(range(6)))
         ctx.attend(0, torch.randn(n_past, H, HD, generator=gen), torch.randn(n_past, KV, HD, generator=gen),
                    torch.randn(n_past, KV, HD, generator=gen), 0.25)
-        T = new * len(pasts)
-        ctx.prepare([SeqSpan(i * new, new, p) for i, p in enumerate(pasts)], tables, list(range(6)))
+        T = sum(new)
+        ctx.prepare([SeqSpan(sum(new[:i]), n, p) for i, (n, p) in enumerate(zip(new, pasts))], tables,
+                    list(range(6)))
         outs[name] = ctx.attend(0, torch.randn(T, H, HD, generator=gen), torch.randn(T, KV, HD, generator=gen),
                                 torch.randn(T, KV, HD, generator=gen), 0.25)
         if name == "cpu":
