@@ -120,6 +120,14 @@ def ask_of(question: str) -> Ask:
     elif re.match(r"^(?:what|which)\s+(?:are|were|\w+s\s+(?:are|were|did|do|does|have|has))\b", ql) or re.search(
             r"^(?:list|name)\b", ql):
         kind = "list"
+    if kind in ("amount", "list") and not years and re.match(r"^what (?:is|are) (?!the (?:total|amount|value|number)\b)"
+                                                             r"(?:an? |the )?[\w\s'’-]{2,60}\?$", ql) \
+            and not re.search(r"\b(?:of|in|for|at|as of|during|from)\b", ql):
+        kind = "text"  # "What is Audit Fees?": a definition
+    if re.search(r"\b(?:due to|attributable to|result of)\s*\??$", ql):
+        kind = "reason"  # "What is the increase in inventory due to?"
+    elif kind in ("amount", "percent", "list") and ANCHOR.search(ql.rstrip()):
+        kind = "text"  # "What are the costs primarily related to?": read after the anchor
     if kind in ("amount", "percent", "list") and re.search(r"\b(?:based (?:on|upon)|recogni[sz]ed as|defined as|"
                                                           r"comprised of|consists? of|used for|represents?|"
                                                           r"determined|calculated|measured)\s*\??$", ql):
@@ -195,9 +203,12 @@ def attached_year(sentence: str, found: list[re.Match], i: int) -> str | None:
     return None
 
 
+SERIES = re.compile(r"(?:19|20)\d{2}(?:\s*(?:,|and|,\s*and)\s*(?:(?:fiscal\s+)?(?:19|20)\d{2}))+")
+
+
 def year_series(sentence: str) -> list[str]:
     """The years a "respectively" sentence lists, in order ("2019, 2018 and 2017")."""
-    m = re.search(r"(?:19|20)\d{2}(?:\s*(?:,|and|,\s*and)\s*(?:(?:fiscal\s+)?(?:19|20)\d{2}))+", sentence)
+    m = SERIES.search(sentence)
     return [y.group(0) for y in YEAR.finditer(m.group(0))] if m else []
 
 
@@ -215,13 +226,16 @@ def pick_figure(ask: Ask, sentence: str, percent: bool | None, money: bool = Tru
     series = year_series(sentence)
     values = [_clean(m.group(0)) for m in found]
     if ask.years and series and re.search(r"respectively", sentence, re.I) and len(values) >= len(series):
-        vals = values[-len(series):] if len(values) > len(series) else values
+        at = SERIES.search(sentence).start()  # the values listed just before the years, else just after them
+        before = [v for v, m in zip(values, found) if m.end() <= at]
+        vals = before[-len(series):] if len(before) >= len(series) else values[:len(series)]
         picked = [vals[series.index(y)] for y in ask.years if y in series]
         if picked:
             return picked if ask.multi else picked[:1]
     scored = []
     for i, m in enumerate(found):
         left = sentence[found[i - 1].end() if i else 0: m.start()]
+        left = re.split(r",\s+(?=(?:of which|while|whereas|compared|and|but|which|as|with)\b)|;", left)[-1]
         aside = "(" in left and ")" not in left[left.rindex("("):]
         if aside:  # "(including $0.7 million of issuance costs)": an aside to the figure before it
             left = left[left.rindex("(") + 1:]
