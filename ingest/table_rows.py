@@ -92,15 +92,15 @@ def classify_statement(title: str, context: str, labels: list[str], captions: li
     when its value columns are one to four periods (``has_periods``: how many) and no sentence or summary
     caption sits over it: a table whose columns are segments, or five years of selected data, is no primary
     statement."""
-    lines = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()]
-    lines = lines[-4:] + [c for c in (captions or []) if c and c.strip()]
+    above = [ln for ln in f"{context}\n{title}".splitlines() if ln.strip()][-4:]
+    lines = above + [c for c in (captions or []) if c and c.strip()]
     for line in reversed(lines):
         kind = statement_title(line)
         if kind:
             return kind
     if any(SUMMARY.search(line) for line in lines[-3:]):
         return ""  # selected data, highlights, quarterly data, reconciliations: the statement is elsewhere
-    nearest = " ".join(lines[-1].split()) if lines else ""
+    nearest = " ".join(above[-1].split()) if above else ""  # the line printed above the table
     if nearest and (len(nearest) > 120 or nearest.endswith((":", ".")) or nearest[:1].islower()
                     or NOT_A_TITLE.search(nearest)):
         return ""  # under a sentence ("The following table presents ..."): a note's table

@@ -36,6 +36,8 @@ def test_row_items_make_a_statement_only_when_columns_are_periods():
     assert classify_statement("", "", labels, has_periods=5) == ""  # five years of selected data
     assert classify_statement("", "Historical results are not necessarily indicative of future results.", labels,
                               has_periods=3) == ""
+    assert classify_statement("", "The computation of earnings per share is as follows:", labels,
+                              ["(in thousands, except per share data)"], has_periods=3) == ""
     assert classify_statement("", "The following table provides the effects on the consolidated statements of "
                               "income:", labels[:4], has_periods=2) == ""
 
