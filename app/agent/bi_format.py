@@ -8,7 +8,7 @@ from app.agent.bi_periods import column_period
 from app.agent.bi_program import Operand, Program, fmt
 
 TITLES = {"difference": "Change", "pct_change": "Percentage change", "average": "Average", "sum": "Total",
-          "ratio": "Ratio"}
+          "ratio": "Ratio", "count": "Count"}
 
 
 def column_title(table, name: str) -> str:
@@ -24,7 +24,7 @@ def col_name(o: Operand) -> str:
 def _unit(prog: Program) -> str:
     if prog.op == "pct_change" or (prog.op == "ratio" and prog.percent):
         return ""
-    if prog.op == "ratio":
+    if prog.op in ("ratio", "count"):
         return ""
     col = prog.operands[0].col
     if col.percent or col.unit == "%":

@@ -20,7 +20,7 @@ from app.agent.text import content_words
 ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
 ROW_DENSE = 0.75  # or an embedding this close, sharing a word
 COVER = 0.6  # share of the question's item words the rows, columns and title used explain
-ALL_PERIOD_OPS = ("average", "max", "min")  # over every period when none is named
+ALL_PERIOD_OPS = ("average", "max", "min", "count")  # over every period when none is named
 
 
 GENERIC = content_words("total amount number value sum balance")  # say how much, not which item
@@ -39,7 +39,7 @@ def _sole_head(m, matches: list) -> bool:
 def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]:
     doubts: list[str] = []
     rows = list({id(o.row): o.row for o in prog.operands}.values())
-    over_all_rows = len(rows) > 2 and (pq.breakdown or prog.op in ("max", "min"))
+    over_all_rows = len(rows) > 2 and (pq.breakdown or prog.op in ("max", "min", "count"))
     by_row = {id(m.row): m for m in matches}
     if not over_all_rows:
         for row in rows:

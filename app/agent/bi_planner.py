@@ -14,6 +14,7 @@ from app.agent.bi_catalog import load_views, rank_tables, tables_in_scope, vecto
 from app.agent.bi_ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
                                  match_rows, period_order)
 from app.agent.bi_grounding import grounding_doubts
+from app.agent.bi_count import count_program
 from app.agent.bi_instructions import read
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
 from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period  # noqa: F401 (re-exported)
@@ -105,7 +106,7 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None) -> Optional[
         if c not in cols_named:
             cols_named.append(c)
     maker = {"lookup": _lookup, "difference": _change, "pct_change": _change, "average": _average,
-             "sum": _sum, "ratio": _ratio, "max": _extreme, "min": _extreme, "count": _lookup}[pq.op]
+             "sum": _sum, "ratio": _ratio, "max": _extreme, "min": _extreme, "count": _count}[pq.op]
     prog = maker(view, pq, matches, cols_named)
     if prog is None or not prog.operands:
         return None
@@ -120,7 +121,7 @@ def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], pr
     used = {id(o.row) for o in prog.operands}
     scores = [m.score for m in matches if id(m.row) in used]
     row_score = min(scores) if scores else 0.0
-    if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min")):  # over all rows: the column decides
+    if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min", "count")):  # over all rows: the column decides
         row_score = max(row_score, 0.7)
     from app.agent.bi_ground import expanded_words
     texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
@@ -156,6 +157,10 @@ def _lookup(view, pq, matches, cols_named):
         return None
     cols = cols_named or _default_cols(view, pq, None)
     return Program("lookup", view, _ops([m.row for m in sorted(top, key=lambda m: m.pos)], cols))
+
+
+def _count(view, pq, matches, cols_named):
+    return count_program(view, pq, matches, cols_named, ROW_FLOOR)
 
 
 def _previous(view: TableView, col: Col, pq: ParsedQuestion) -> Optional[Col]:

@@ -11,7 +11,7 @@ from typing import Optional
 
 from app.agent.bi_table import Cell, Col, Row, TableView
 
-ARITHMETIC = {"difference", "pct_change", "average", "sum", "ratio"}
+ARITHMETIC = {"difference", "pct_change", "average", "sum", "ratio", "count"}
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Program:
     confidence: float = 0.0
     notes: list[str] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)  # why the cells may not be what was asked (empty: grounded)
+    cond: Optional[tuple[str, float]] = None  # count: the operands meeting (comparison, threshold)
 
     @property
     def grounded(self) -> bool:
@@ -60,6 +61,9 @@ class Program:
             return f"({' + '.join(refs)})"
         if self.op == "ratio":
             return f"({refs[0]} * {'100.0' if self.percent else '1.0'} / {refs[1]})"
+        if self.op == "count":
+            cmp, n = self.cond
+            return "(" + " + ".join(f"(CASE WHEN {r} {cmp} {n!r} THEN 1 ELSE 0 END)" for r in refs) + ")"
         raise ValueError(self.op)
 
     def evaluate(self) -> Optional[float]:
@@ -77,6 +81,8 @@ class Program:
                 return sum(v)
             if self.op == "ratio":
                 return v[0] * (100.0 if self.percent else 1.0) / v[1]
+            if self.op == "count":
+                return float(sum(_meets(x, *self.cond) for x in v))
         except ZeroDivisionError:
             return None
         return None
@@ -121,7 +127,17 @@ class Program:
             return f"{' + '.join(v)} = {r}"
         if self.op == "ratio":
             return f"{v[0]} / {v[1]}{' × 100' if self.percent else ''} = {r}{'%' if self.percent else ''}"
+        if self.op == "count":
+            cmp, n = self.cond
+            hits = [o for o in self.operands if _meets(o.cell.value, cmp, n)]
+            names = ", ".join(o.col.period.label() if self.single_row and o.col.period else
+                              (o.row.label if not self.single_row else o.col.title) for o in hits) or "none"
+            return f"{cmp} {fmt(n)}: {names}; count = {fmt(round(result))}"
         return r
+
+
+def _meets(v, cmp: str, n: float) -> bool:
+    return v is not None and {">": v > n, ">=": v >= n, "<": v < n, "<=": v <= n}[cmp]
 
 
 def q(name: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from app.agent.bi_count import condition, without_condition
 from app.agent.bi_periods import Period, periods_in, strip_periods
 
 OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "min", "count")
@@ -78,7 +79,10 @@ def parse_question(question: str) -> ParsedQuestion:
     periods = periods_in(q)
     percent = bool(_PERCENT.search(body))
     which = bool(_WHICH.search(body))
-    if which and _MAX.search(body):
+    counting = bool(re.search(r"\bhow many\b", body, re.I)) and condition(body) is not None
+    if counting:  # "how many years did X exceed $N": a count of cells meeting the condition
+        op = "count"
+    elif which and _MAX.search(body):
         op = "max"
     elif which and _MIN.search(body):
         op = "min"
@@ -100,7 +104,7 @@ def parse_question(question: str) -> ParsedQuestion:
     else:
         op = "lookup"
     # "Autodesk's goodwill": the possessive names the company (the scope's business), not a line item
-    phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", q))
+    phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", without_condition(q) if counting else q))
     span = bool(_SPAN.search(q)) and op in ("average", "sum")
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
                           bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase,

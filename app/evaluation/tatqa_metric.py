@@ -5,7 +5,8 @@ TAT-QA's official script compares a predicted answer (and its scale) with the go
 - numeric gold (arithmetic, count, numeric spans): the number the answer states (after its last '=', else
   its first non-year number), scale-aware: gold 1,234 with scale thousand matches "1,234 thousand",
   "1.234 million" and a bare "1,234"; EM needs equality after rounding to 2 decimals, ``em_tol`` allows 1%.
-- text gold (span, multi-span): EM when every gold span occurs in the answer and the answer is not much
+- text gold (span, multi-span): EM when every gold span occurs in the answer (a numeric span as a number,
+  "$1,095.0" = "1,095") and the answer is not much
   longer than the gold (at most 2x its tokens + 3); F1 is the bag-of-tokens F1 (multi-span: gold spans
   aligned greedily to the answer's comma/semicolon/"and" parts), as in the official script.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from app.evaluation.numbers import Number, answer_number, close, numeric_match, parse_number
+from app.evaluation.numbers import Number, answer_number, close, numeric_match, parse_number, parse_numbers
 from app.evaluation.text import phrase_in, tokens
 
 SCALE_VALUE = {"": 1.0, "thousand": 1e3, "million": 1e6, "billion": 1e9, "percent": 1.0}
@@ -40,6 +41,19 @@ def gold_number(answer, scale: str):
     return Number(n.value, SCALE_VALUE.get(s, 1.0), n.percent or s == "percent", s not in ("", "percent"), text)
 
 
+NUMERIC_SPAN = re.compile(r"[\s$(\-\u2212]*[\d,]*\.?\d+\s*\)?\s*%?")
+
+
+def _span_in(gold: str, prediction: str) -> bool:
+    """A gold span occurs in the prediction; a numeric span as a number (official TAT-QA normalises numbers:
+    "$1,095.0" is the 1,095 an answer states)."""
+    if NUMERIC_SPAN.fullmatch(gold.strip()):
+        g = parse_number(gold)
+        if g is not None:
+            return any(round(abs(p.value), 2) == round(abs(g.value), 2) for p in parse_numbers(prediction))
+    return phrase_in(gold, prediction)
+
+
 def _f1(pred: list[str], gold: list[str]) -> float:
     common = sum((Counter(pred) & Counter(gold)).values())
     if not common:
@@ -54,7 +68,7 @@ def span_scores(prediction: str, golds: list[str]) -> tuple[float, float]:
     if not gold_toks or not ptoks:
         return 0.0, 0.0
     total = sum(len(g) for g in gold_toks)
-    em = float(all(phrase_in(g, prediction) for g in golds if tokens(g)) and len(ptoks) <= 2 * total + 3)
+    em = float(all(_span_in(g, prediction) for g in golds if tokens(g)) and len(ptoks) <= 2 * total + 3)
     if len(gold_toks) == 1:
         return em, _f1(ptoks, gold_toks[0])
     parts = [tokens(p) for p in SPLIT.split(prediction) if tokens(p)]
