@@ -94,10 +94,42 @@ class Candidate:
         self.score, self.span = 0.0, None
 
 
-def candidates(passages: list[dict]) -> list[Candidate]:
+NOT_NAMES = set("""what which when why how who where whom whose was were is are did does do the a an in on of for
+and or to by from at as total net fiscal fy year years quarter company group companies january february march
+april may june july august september october november december q1 q2 q3 q4 ltd inc usd eur gbp gaap
+non-gaap million millions billion billions thousand thousands percent""".split())
+
+
+def question_names(question: str) -> set[str]:
+    """Capitalised words of the question past its first word ("Adobe", "3M", "LinkedIn"), lower-cased: what
+    names a company or product; not periods, currencies or a line item's common words ("Total Other Assets")."""
+    words = re.findall(r"\b[A-Z0-9][A-Za-z0-9&'’.-]*[A-Za-z0-9]|\b[A-Z]\b", question)[1:]
+    out = set()
+    for w in words:
+        w = re.sub(r"['’]s?$", "", w).lower()
+        if w in NOT_NAMES or w in COMMON or re.fullmatch(r"(?:fy|q[1-4]|h[12])?'?\d+|[a-z]", w):
+            continue
+        out.add(w)
+    return out
+
+
+COMMON = set("""revenue revenues sales income expense expenses cost costs assets asset liabilities liability total
+other net operating cash tax taxes deferred current non-current equity capital interest depreciation amortization
+goodwill profit loss gross margin share shares stock dividend dividends debt property plant equipment inventory
+inventories receivable receivables payable payables accrued provision provisions compensation lease leases
+investment investments services products segment segments americas emea apac europe""".split())
+
+
+def candidates(passages: list[dict], names: set[str] = frozenset()) -> list[Candidate]:
+    """The prose sentences of the passages; with ``names`` (the question names a company or product and the
+    passages come from several documents) only those of a passage whose document or text carries every name."""
     out, seen = [], set()
     for rank, p in enumerate(passages[:MAX_PASSAGES]):
         text = p.get("text") or ""
+        if names:
+            where = f"{p.get('filename') or ''} {p.get('section') or ''} {text}".lower()
+            if not all(n in where for n in names):
+                continue
         for a, b in prose_sentences(text):
             quote = text[a:b].strip()
             if quote in seen:
@@ -148,7 +180,8 @@ def text_answer(question: str, passages: list[dict], full_question: str | None =
         return None
     if not ask.key and ask.kind != "table":
         return None
-    cands = candidates(passages)
+    several = len({p.get("doc_id") for p in passages[:MAX_PASSAGES]}) > 1
+    cands = candidates(passages, question_names(full_question or question) if several else frozenset())
     if not cands:
         return None
     weights = idf_weights(ask.key, cands)

@@ -163,3 +163,15 @@ def test_which_years_a_table_reports_a_line_for(service):
                 for p in service.kb.document_passages(TENANT, doc)]
     assert text_answer("In which year were Deferred charges and other assets larger?", passages) is None  # BI's
     assert text_answer("In which years were deferred tax liabilities reported?", passages) is None  # no such row
+
+
+def test_a_question_naming_another_company_is_not_answered_from_this_report(service):
+    from app.agent.state import passage_dict
+    from app.agent.text_answer import text_answer
+
+    q = "What were the hosting related costs at Orrin Labs in 2018?"  # Orrin Labs is a party to the NDA only
+    passages = [passage_dict(p) for p in service.kb.search(TENANT, q, k=8)]
+    assert {p["filename"] for p in passages} >= {"annual_report.pdf", "nda.pdf"}
+    assert text_answer(q, passages) is None
+    plain = "What were the hosting related costs in 2018?"
+    assert text_answer(plain, [passage_dict(p) for p in service.kb.search(TENANT, plain, k=8)])["answer"] == "$7.2 million"
