@@ -97,6 +97,7 @@ def period_slug(key: str) -> str:
 
 
 RESERVED = {"row_num", "section", "is_total"}
+DURATION_HEAD = re.compile(r"\b(ended|ending|months?|weeks?|years?)\b", re.I)
 # a label-only row ending in a connective ("NET INCOME PER COMMON SHARE ATTRIBUTABLE TO") runs on in the next row
 WRAPS = re.compile(r"\b(to|of|and|or|for|in|from|by|on|the|attributable|per|at|with|before|after|net\s+of)\s*[,-]?$", re.I)
 
@@ -225,6 +226,10 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
     if labels and labels[0] and PERIOD_WORDS.search(labels[0]):
         period_context += " " + labels[0]  # "Year Ended June 30," printed over the row labels
     periods = {j: parse_period(labels[j], period_context) for j in value_cols}
+    if labels and DURATION_HEAD.search(labels[0]):  # "Fiscal Years Ended" beside "January 28, 2023" on one line
+        for j, per in periods.items():
+            if per and not per.months and per.end and not DURATION_HEAD.search(labels[j]):
+                periods[j] = parse_period(f"{labels[0]} {labels[j]}", period_context) or per
     if not any(periods.values()):
         for j, header in _caption_periods(labels, value_cols, period_context).items():
             periods[j] = parse_period(header, period_context)

@@ -86,3 +86,19 @@ def test_ruled_grid_with_currency_cells_and_headers_in_the_caption():
     t = build_typed_table(raw)
     assert [c.period for c in t.columns[1:]] == ["3M 2022-12-31", "3M 2021-12-31"]
     assert t.rows[1] == ["Cost of sales", -2980.0, -2862.0] and t.scale == "millions" and t.currency == "USD"
+
+
+def test_duration_over_the_row_labels_makes_dated_columns_periods():
+    raw = RawTable(40, "Consolidated Statements of Earnings", [
+        ["Fiscal Years Ended", "January 28, 2023", "January 29, 2022"],
+        ["Revenue", "$46,298", "$51,761"],
+        ["Cost of sales", "36,386", "40,121"],
+    ], context="$ and shares in millions, except per share amounts", header_rows=1)
+    t = build_typed_table(raw)
+    values = [c for c in t.columns if c.role == "value"]
+    assert [(c.period, c.period_end, c.period_months, c.fiscal_year) for c in values] == [
+        ("2023", "2023-01-28", 12, 2023), ("2022", "2022-01-29", 12, 2022)]
+    sheet = build_typed_table(RawTable(39, "Consolidated Balance Sheets", [
+        [None, "January 28, 2023", "January 29, 2022"], ["Cash", "$1,874", "$2,936"], ["Total assets", "15,803", "17,504"],
+    ], context="$ in millions", header_rows=1))
+    assert [c.period for c in sheet.columns[1:]] == ["2023-01-28", "2022-01-29"]  # instants stay instants
