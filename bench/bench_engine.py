@@ -16,7 +16,9 @@ because a shared VM's speed drifts by 10-20% (or far more when others compute) b
 
     lexicon bench engine      (or: python bench/bench_engine.py)
 Env: BENCH_MODES, BENCH_REQUESTS, BENCH_PROMPT_TOKENS, BENCH_NEW_TOKENS, BENCH_REPEATS, BENCH_DTYPES
-(float32,bfloat16), BENCH_REFERENCE (1), BENCH_DOSSIER_TOKENS (6000).
+(float32,bfloat16), BENCH_REFERENCE (1), BENCH_DOSSIER_TOKENS (6000), BENCH_CPU_GEMM (load_model's cpu_gemm:
+"onednn" for fp32 GEMMs; the int4 GEMM rounds logits to bf16, where greedy near-ties make "outputs equal"
+depend on batch shape).
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ DTYPES = os.environ.get("BENCH_DTYPES", "float32,bfloat16").split(",")
 MODES = os.environ.get("BENCH_MODES", "throughput,batch1,prefill,rag,dossier").split(",")
 REFERENCE = os.environ.get("BENCH_REFERENCE", "1") == "1"
 DOSSIER = int(os.environ.get("BENCH_DOSSIER_TOKENS", 6000))
+CPU_GEMM = os.environ.get("BENCH_CPU_GEMM") or None  # engine.loader.load_model's cpu_gemm (default: its own)
 
 
 def make_llm(path: Path, loaded, kernels: str = "auto", speculative: bool = False, max_len: int = 0,
@@ -235,11 +238,16 @@ def bench_dossier(path: Path, loaded) -> None:
     if got is None:
         print("\n[dossier] skipped: ../shared/eval/cuad-dev/txt (real contracts) is not here")
         return
+    import engine.paged_context as paged
+
     full, prefix, cont = got
-    fresh, snap, create = [], [], []
+    fresh, before, snap, create = [], [], [], []
     for r in range(REPEATS):
         llm = make_llm(path, loaded, max_len=len(full) + 64, seqs=2)
         timed_stream(llm, full[:16], 2)  # warm-up
+        paged.FLASH_LONG_PREFILL = False  # the reference: long chunks' attention as a Python online softmax
+        before.append(timed_stream(llm, full, 1)[0])
+        paged.FLASH_LONG_PREFILL = True
         fresh.append(timed_stream(llm, full, 1)[0])
         t0 = time.perf_counter()
         llm.create_snapshot("dossier", prefix)
@@ -248,8 +256,11 @@ def bench_dossier(path: Path, loaded) -> None:
         llm.close()
     print(f"\n[{loaded.model.dtype}] dossier of {len(full)} tokens (real contracts): first answer token "
           f"(target: fresh <= 10 s; from the snapshot >= 20x faster)")
+    print(f"  fresh, Python long attention  {statistics.median(before):6.2f} s  "
+          f"({len(full) / statistics.median(before):.0f} tok/s; each: {', '.join(f'{x:.2f}' for x in before)})")
     print(f"  fresh prefill + first token   {statistics.median(fresh):6.2f} s  "
-          f"({len(full) / statistics.median(fresh):.0f} tok/s; each: {', '.join(f'{x:.2f}' for x in fresh)})")
+          f"({len(full) / statistics.median(fresh):.0f} tok/s; each: {', '.join(f'{x:.2f}' for x in fresh)})  "
+          f"{ratio_line(before, fresh)} faster")
     print(f"  snapshot creation (prefix)    {statistics.median(create):6.2f} s")
     print(f"  from the snapshot             {statistics.median(snap):6.3f} s  {ratio_line(fresh, snap)} faster "
           f"than fresh ({len(cont)} continuation tokens)")
@@ -262,7 +273,7 @@ def main() -> int:
     print(f"SmolLM2-135M on CPU ({torch.get_num_threads()} threads); modes {','.join(MODES)}; the machine may be "
           f"shared: compare ratios within a run, not absolute numbers across runs")
     for dtype_name in DTYPES:
-        loaded = load_model(path, dtype=getattr(torch, dtype_name.strip()))
+        loaded = load_model(path, dtype=getattr(torch, dtype_name.strip()), cpu_gemm=CPU_GEMM)
         prompts = synthetic_prompts(loaded.tokenizer, N_REQ, PROMPT)
         if "throughput" in MODES:
             bench_throughput(path, loaded, dtype_name, prompts)

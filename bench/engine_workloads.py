@@ -52,7 +52,15 @@ def contracts(min_chars: int = 20_000) -> list[tuple[str, str]]:
 def passages(text: str, size: int = 600) -> list[str]:
     """The text cut at sentence ends into passages of about ``size`` characters."""
     out, cur = [], ""
-    for sent in re.split(r"(?<=[.;:])\s+", text):
+    sentences = []
+    for sent in re.split(r"(?<=[.;:])\s+", text):  # a run-on "sentence" (a table, a list) is cut at words
+        words = sent.split(" ")
+        while len(" ".join(words)) > size:
+            n = next(i for i in range(1, len(words) + 1) if len(" ".join(words[:i])) > size)
+            sentences.append(" ".join(words[:max(1, n - 1)]))
+            words = words[max(1, n - 1):]
+        sentences.append(" ".join(words))
+    for sent in sentences:
         if cur and len(cur) + len(sent) > size:
             out.append(cur)
             cur = ""

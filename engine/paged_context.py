@@ -31,6 +31,7 @@ def kv_torch_dtype(name: str) -> torch.dtype:
 
 
 LONG_CONTEXT = 2048  # past this many keys, attention that would copy the past runs block by block
+FLASH_LONG_PREFILL = True  # on CPU, those blocks go through torch's flash kernel (False: the Python softmax)
 KEY_BLOCK = 1024
 
 
@@ -240,7 +241,7 @@ class PagedContext:
             part = slice(r.start + a, r.start + b) if isinstance(r, slice) else r[a:b]
             return past(kc, part), past(vc, part)
 
-        if sliding_window is None and q.device.type == "cpu":  # torch's flash kernel, parts merged by LSE
+        if sliding_window is None and q.device.type == "cpu" and FLASH_LONG_PREFILL:  # parts merged by LSE
             view = isinstance(r, slice) and store == q.dtype
             return prefix_flash_attention(q_seq, load, s.past_len, scale, whole_past=view)
         return blockwise_attention(q_seq, load, S, kc.shape[0], scale, s.past_len, sliding_window)
