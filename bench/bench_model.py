@@ -1,6 +1,7 @@
 """Model-core decode speed: our HybridLM (one sequence, DenseContext) vs transformers' Llama ``generate`` on
-the packaged SmolLM2-135M GGUF, same process, same prompt, greedy, fp32. Prints tokens/s and the ratio for
-the default CPU path (oneDNN-packed fp32 weights), plain F.linear, and fbgemm fp16-weight GEMMs.
+the packaged SmolLM2-135M GGUF, same process, same prompt, greedy. Prints tokens/s and the ratio for the
+default CPU path for this quantized GGUF (int4 weights, bf16 GEMM inputs), oneDNN-packed fp32 weights (exact),
+plain F.linear, and fbgemm fp16-weight GEMMs, and the weight bytes one decode step reads for each.
 
     lexicon bench model        (or: python bench/bench_model.py [--new 48])
 """
@@ -58,7 +59,7 @@ def main() -> int:
     from engine.loader import load_model
 
     path = packaged_llm_gguf()
-    ours = {gemm: load_model(path, cpu_gemm=gemm) for gemm in ("onednn", "plain", "fp16")}
+    ours = {gemm: load_model(path, cpu_gemm=gemm) for gemm in ("int4", "onednn", "plain", "fp16")}
     ids = ours["onednn"].tokenizer.apply_chat_template(PROMPT)
     ref = transformers_reference(path)
     n = args.new
@@ -67,11 +68,16 @@ def main() -> int:
         t_hf, theirs = timed(lambda: ref.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n,
                                                   do_sample=False)[0, len(ids):].tolist())
         print(f"transformers generate (fp32):            {n / t_hf:6.1f} tok/s")
-        labels = {"onednn": "ours, default (oneDNN fp32 GEMM)", "plain": "ours, plain F.linear (fp32)",
-                  "fp16": "ours, fbgemm fp16-weight GEMM"}
+        labels = {"int4": "ours, default (int4 weights)", "onednn": "ours, oneDNN fp32 GEMM (exact)",
+                  "plain": "ours, plain F.linear (fp32)", "fp16": "ours, fbgemm fp16-weight GEMM"}
+        from engine.layers.linear import Linear
         for gemm, loaded in ours.items():
             t, got = timed(lambda: ours_generate(loaded.model, ids, n))
-            print(f"{labels[gemm]:40s} {n / t:6.1f} tok/s  ratio {t_hf / t:4.2f}x  same tokens: {got == theirs}")
+            mb = sum(m.decode_nbytes for m in loaded.model.modules() if isinstance(m, Linear)) / 1e6
+            if loaded.model.lm_head is None and loaded.model._tied_head is None:  # plain: F.linear on the embedding
+                mb += loaded.model.embed.weight.numel() * loaded.model.embed.weight.element_size() / 1e6
+            print(f"{labels[gemm]:40s} {n / t:6.1f} tok/s  ratio {t_hf / t:4.2f}x  same tokens: {got == theirs}  "
+                  f"({mb:.0f} MB weights per step)")
     return 0
 
 

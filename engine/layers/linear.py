@@ -105,8 +105,13 @@ class Linear(nn.Module):
         int4) or non-CPU weights, an unsupported dtype, a torch build without the kernel."""
         if kind not in ("onednn", "fp16", "int4"):
             raise ValueError(f"unknown CPU GEMM {kind!r}; known: onednn, fp16, int4")
-        if kind == "int4":
-            return self._pack_int4()
+        if kind == "int4":  # where the int4 kernel does not apply (rows % 16, FP8, ...): oneDNN as before
+            if self._pack_int4():
+                return True
+            from engine.quant import GgufBlockTensor
+            if self.compressed is not None and all(isinstance(p, GgufBlockTensor) for p in self.compressed):
+                self.set_weight([p.dequantize(torch.float32) for p in self.compressed], self.weight.dtype, "cpu")
+            kind = "onednn"
         if self.packed is not None or self.compressed is not None or self.weight.device.type != "cpu":
             return False
         w = self.weight.detach()

@@ -4,6 +4,8 @@
   DeepSeek/Nemotron ``weight_scale_inv`` checkpoints).
 - ``Nvfp4Tensor``: e2m1 values packed two per byte, one e4m3 scale per 16 values along the input dim, and
   one fp32 global scale (NVIDIA ModelOpt NVFP4 ``weight`` / ``weight_scale`` / ``weight_scale_2``).
+- ``GgufBlockTensor``: GGUF Q4_0 / Q4_1 / Q8_0 blocks as in the file; on CPU packed for torch's int4 GEMM
+  (``engine.quant.cpu_kernels``) instead of being dequantized per use.
 """
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import torch
 
 from engine.quant.base import QuantizedTensor
 from engine.quant.fp8 import Fp8Tensor
+from engine.quant.gguf_blocks import GgufBlockTensor
 from engine.quant.nvfp4 import Nvfp4Tensor
 
-__all__ = ["QuantizedTensor", "Fp8Tensor", "Nvfp4Tensor", "as_quantized"]
+__all__ = ["QuantizedTensor", "Fp8Tensor", "Nvfp4Tensor", "GgufBlockTensor", "as_quantized"]
 
 
 def as_quantized(x) -> QuantizedTensor:

@@ -116,7 +116,7 @@ def test_linear_int4_packs_gguf_parts_and_switches_to_the_dense_copy(gguf_file):
         lin.dense_weight()
 
 
-def test_linear_int4_rounds_dense_weights_to_8_bits_and_leaves_other_formats():
+def test_linear_int4_rounds_dense_weights_to_8_bits_and_falls_back_to_onednn():
     torch.manual_seed(0)
     w = torch.randn(48, 64)
     lin = Linear(64, 48)
@@ -128,13 +128,22 @@ def test_linear_int4_rounds_dense_weights_to_8_bits_and_leaves_other_formats():
     from engine.quant.fp8 import quantize_fp8
     fp8.set_weight([quantize_fp8(w, block=None)], torch.float32, "cpu")
     assert isinstance(fp8.compressed[0], Fp8Tensor) and not fp8.pack_cpu("int4") and fp8.packed is None
-    odd = Linear(40, 8)
-    odd.set_weight([torch.randn(8, 40)], torch.float32, "cpu")
-    assert not odd.pack_cpu("int4")  # K not a multiple of 32: stays dense
+    odd = Linear(40, 16)
+    odd.set_weight([torch.randn(16, 40)], torch.float32, "cpu")
+    assert odd.pack_cpu("int4") and odd.packed_kind == "onednn"  # K not a multiple of 32: exact oneDNN instead
     rows = Linear(64, 40)
     rows.set_weight([torch.randn(40, 64)], torch.float32, "cpu")
-    assert not rows.pack_cpu("int4") and rows.packed is None  # rows not a multiple of 16
+    assert rows.pack_cpu("int4") and rows.packed_kind == "onednn"  # rows not a multiple of 16
     assert COMPUTE_DTYPE == torch.bfloat16
+
+
+def test_gguf_blocks_the_int4_kernel_cannot_take_are_dequantized_for_onednn(gguf_file):
+    t, want = blocks(gguf_file, "blk.0.attn_k.weight", 40)  # 40 rows: not a multiple of the kernel's 16
+    lin = Linear(576, 40)
+    lin.set_weight([t], torch.float32, "cpu")
+    assert lin.pack_cpu("int4") and lin.packed_kind == "onednn" and lin.compressed is None
+    x = torch.randn(2, 576)
+    torch.testing.assert_close(lin(x), x @ want.t(), rtol=1e-4, atol=1e-4)
 
 
 def test_bad_blocks_are_refused():
