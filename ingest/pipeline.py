@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import queue
+import os
 import re
 import threading
 import uuid
@@ -141,7 +141,7 @@ class Prepared:
 class DocumentPipeline:
     def __init__(self, engine: sa.Engine, vectors: VectorStore, embedder: Embedder, limits: PipelineLimits):
         self.engine, self.vectors, self.embedder, self.limits = engine, vectors, embedder, limits
-        self._parsing = threading.Event()  # set while the read-ahead thread parses: it holds a core
+        self.parsing = threading.Event()  # set while the read-ahead thread parses: it holds a core
 
     def ingest(self, path: Path, tenant: str, filename: str,
                on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
@@ -271,65 +271,35 @@ class DocumentPipeline:
             return doc.version if doc else 0
 
     def read_ahead(self, items: list[tuple[Path, str]], tenant: str, depth: int = READ_AHEAD) -> Iterator[Prepared]:
-        """``prepare`` each (path, filename) on a worker thread, up to ``depth`` files ahead of the consumer,
-        so parsing the next file overlaps embedding this one. Nothing is written before ``finish``: a crash
-        loses only read-ahead work."""
-        q: queue.Queue = queue.Queue(maxsize=max(1, depth))
-        stop = threading.Event()
-        end = object()
+        """``prepare`` each file on a worker thread ahead of the consumer (see ``ingest.read_ahead``)."""
+        from ingest.read_ahead import read_ahead
 
-        def work() -> None:
-            try:
-                for path, name in items:
-                    if stop.is_set():
-                        return
-                    self._parsing.set()
-                    try:
-                        prep = self.prepare(Path(path), tenant, name, staged=True)
-                    finally:
-                        self._parsing.clear()
-                    q.put(prep)  # the consumer embeds its chunks while the tables are searched here
-                    if not prep.done.is_set():
-                        self._parsing.set()
-                        try:
-                            self.complete(prep)
-                        finally:
-                            self._parsing.clear()
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                q.put(exc)
-            finally:
-                q.put(end)
-
-        worker = threading.Thread(target=work, name="lexicon-read-ahead", daemon=True)
-        worker.start()
-        try:
-            while (got := q.get()) is not end:
-                if isinstance(got, BaseException):
-                    raise got
-                yield got
-        finally:
-            stop.set()
-            while worker.is_alive():  # unblock a worker waiting on a full queue
-                try:
-                    q.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-            worker.join()
+        return read_ahead(self, items, tenant, depth)
 
     def _index(self, tenant: str, doc_id: str, version: int, chunks: list[TextChunk], sparse: list[SparseVec],
                stage) -> None:
         batch = EMBED_BATCH
         for s in range(0, len(chunks), batch):
             part = chunks[s:s + batch]
-            # while the read-ahead thread parses, the embedder's team leaves it a core (see Embedder.encode)
             dense = self.embedder.encode([embedding_text(c) for c in part], release_pool=False,
-                                         busy_cores=1 if self._parsing.is_set() else 0)
+                                         busy_cores=self._busy_cores())
             self.vectors.upsert([
                 VectorPoint(point_id(doc_id, version, c.ord), dense[i], sparse[s + i],
                             {"tenant": tenant, "doc_id": doc_id, "version": version, "ord": c.ord})
                 for i, c in enumerate(part)
             ])
             stage("embedded", 0, len(chunks), s + len(part))
+
+    def _busy_cores(self) -> int:
+        """Cores the embedder's OpenMP team leaves to other work (see Embedder.encode): one while the read-ahead
+        thread parses; all but one while the machine is oversubscribed (1-minute load average over the CPU
+        count + 1, i.e. more than this pipeline's own threads), where a team waits at every barrier for a
+        member the OS has parked: bench_ingest at load 21 on 2 cores, 100 chunks took 23 s with a team of 2
+        and 15 s with one thread."""
+        cpus = os.cpu_count() or 1
+        if os.getloadavg()[0] > cpus + 1:
+            return cpus
+        return 1 if self.parsing.is_set() else 0
 
     def _commit(self, tenant, doc_id, filename, kind, digest, size, version, parsed, chunks, tables) -> None:
         with Session(self.engine) as s:

@@ -87,6 +87,7 @@ def main(argv: list[str]) -> int:
         os.nice(5)  # the serving process's requests come first
     except OSError:
         pass
+    _die_with_parent()
     import qdrant_edge as qe
 
     from ingest.store_edge import edge_config
@@ -99,6 +100,18 @@ def main(argv: list[str]) -> int:
         shard.close()
     print(json.dumps({"changed": bool(changed)}))
     return 0
+
+
+def _die_with_parent() -> None:
+    """A server killed mid-optimize takes this child with it (Linux), so no orphan writes into the copy
+    that the restarted server deletes (``recover_swap``)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":
