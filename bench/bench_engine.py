@@ -16,7 +16,7 @@ because a shared VM's speed drifts by 10-20% (or far more when others compute) b
 
     lexicon bench engine      (or: python bench/bench_engine.py)
 Env: BENCH_MODES, BENCH_REQUESTS, BENCH_PROMPT_TOKENS, BENCH_NEW_TOKENS, BENCH_REPEATS, BENCH_DTYPES
-(float32,bfloat16), BENCH_REFERENCE (1), BENCH_DOSSIER_TOKENS (6000), BENCH_CPU_GEMM (load_model's cpu_gemm:
+(float32,bfloat16), BENCH_REFERENCE (1), BENCH_DOSSIER_TOKENS (6000), BENCH_KV_DTYPE (the model's), BENCH_CPU_GEMM (load_model's cpu_gemm:
 "onednn" for fp32 GEMMs; the int4 GEMM rounds logits to bf16, where greedy near-ties make "outputs equal"
 depend on batch shape).
 """
@@ -59,6 +59,7 @@ def make_llm(path: Path, loaded, kernels: str = "auto", speculative: bool = Fals
     from engine.llm_engine import LLM
 
     kv = "float32" if loaded.model.dtype == torch.float32 else "bfloat16"  # the reference's cache dtype
+    kv = os.environ.get("BENCH_KV_DTYPE") or kv
     llm = LLM(path, max_model_len=max_len or PROMPT + NEW + 16, max_num_seqs=seqs or N_REQ, memory_gib=3.0,
               kv_dtype=kv, chunk_tokens=chunk, loaded=loaded, speculative=speculative)
     if kernels != "auto":
@@ -66,14 +67,14 @@ def make_llm(path: Path, loaded, kernels: str = "auto", speculative: bool = Fals
     return llm
 
 
-def run_concurrent(path: Path, loaded, prompts: list[list[int]], speculative: bool, kernels: str = "auto"
-                   ) -> tuple[float, list[list[int]], dict]:
+def run_concurrent(path: Path, loaded, prompts: list[list[int]], speculative: bool, kernels: str = "auto",
+                   ignore_eos: bool = True) -> tuple[float, list[list[int]], dict]:
     """8 caller threads on one LLM, batched by its loop -> (seconds, outputs, stats)."""
     from engine.sampling import SamplingParams
 
     llm = make_llm(path, loaded, kernels, speculative, max_len=max(len(p) for p in prompts) + NEW + 16,
                    seqs=len(prompts))
-    params = SamplingParams(max_tokens=NEW, ignore_eos=True)
+    params = SamplingParams(max_tokens=NEW, ignore_eos=ignore_eos)
     llm.generate([prompts[0][:16]], SamplingParams(max_tokens=2))  # warm-up
     outs: list = [None] * len(prompts)
 
@@ -195,7 +196,7 @@ def bench_prefill(path: Path, loaded) -> None:
     chunks = [int(c) for c in os.environ.get("BENCH_PREFILL_CHUNKS", "512,1024,2048").split(",")]
     for n in (512, 2000):
         prompt = long_text_prompt(loaded.tokenizer, n)
-        rates: dict[int, list[float]] = {c: [] for c in chunks if c <= max(512, n)}
+        rates: dict[int, list[float]] = {c: [] for c in chunks}
         for _ in range(REPEATS):
             for c in rates:
                 llm = make_llm(path, loaded, max_len=n + 16, seqs=1, chunk=c)
@@ -217,15 +218,16 @@ def bench_rag(path: Path, loaded) -> None:
         return
     times: dict[str, list[float]] = {"plain": [], "spec": []}
     for _ in range(REPEATS):
-        t, plain, _ = run_concurrent(path, loaded, prompts, speculative=False)
+        t, plain, _ = run_concurrent(path, loaded, prompts, speculative=False, ignore_eos=False)
         times["plain"].append(t)
-        t, spec, stats = run_concurrent(path, loaded, prompts, speculative=True)
+        t, spec, stats = run_concurrent(path, loaded, prompts, speculative=True, ignore_eos=False)
         times["spec"].append(t)
-    total = NEW * len(prompts)
+    total = sum(map(len, plain))  # answers end at EOS (ignoring it, a 135M model loops and lookup gains)
     med = {k: statistics.median(v) for k, v in times.items()}
     text = loaded.tokenizer.decode(plain[0])[:160].replace("\n", " ")
     print(f"\n[{loaded.model.dtype}] RAG-shaped: {len(prompts)} concurrent questions over retrieved passages of real "
-          f"contracts ({min(map(len, prompts))}-{max(map(len, prompts))} prompt tokens), {NEW} new tokens")
+          f"contracts ({min(map(len, prompts))}-{max(map(len, prompts))} prompt tokens), up to {NEW} new tokens, "
+          f"stopping at EOS ({total} answer tokens)")
     print(f"  prompt lookup off  {med['plain']:6.2f} s  {total / med['plain']:6.1f} tok/s")
     print(f"  prompt lookup on   {med['spec']:6.2f} s  {total / med['spec']:6.1f} tok/s  "
           f"{ratio_line(times['plain'], times['spec'])}; mean acceptance length "
@@ -241,7 +243,7 @@ def bench_dossier(path: Path, loaded) -> None:
     import engine.paged_context as paged
 
     full, prefix, cont = got
-    fresh, before, snap, create = [], [], [], []
+    fresh, before, snap, create, bf16 = [], [], [], [], []
     for r in range(REPEATS):
         llm = make_llm(path, loaded, max_len=len(full) + 64, seqs=2)
         timed_stream(llm, full[:16], 2)  # warm-up
@@ -249,6 +251,10 @@ def bench_dossier(path: Path, loaded) -> None:
         before.append(timed_stream(llm, full, 1)[0])
         paged.FLASH_LONG_PREFILL = True
         fresh.append(timed_stream(llm, full, 1)[0])
+        if llm.engine.runner.kv.dtype == torch.bfloat16:  # the opt-in bf16 compute on a bf16 pool
+            paged.LONG_PREFILL_BF16 = True
+            bf16.append(timed_stream(llm, full, 1)[0])
+            paged.LONG_PREFILL_BF16 = False
         t0 = time.perf_counter()
         llm.create_snapshot("dossier", prefix)
         create.append(time.perf_counter() - t0)
@@ -261,6 +267,9 @@ def bench_dossier(path: Path, loaded) -> None:
     print(f"  fresh prefill + first token   {statistics.median(fresh):6.2f} s  "
           f"({len(full) / statistics.median(fresh):.0f} tok/s; each: {', '.join(f'{x:.2f}' for x in fresh)})  "
           f"{ratio_line(before, fresh)} faster")
+    if bf16:
+        print(f"  fresh, bf16 attention (opt-in) {statistics.median(bf16):5.2f} s  {ratio_line(before, bf16)} faster "
+              f"than the Python attention (engine.paged_context.LONG_PREFILL_BF16)")
     print(f"  snapshot creation (prefix)    {statistics.median(create):6.2f} s")
     print(f"  from the snapshot             {statistics.median(snap):6.3f} s  {ratio_line(fresh, snap)} faster "
           f"than fresh ({len(cont)} continuation tokens)")

@@ -98,3 +98,27 @@ def test_long_prefill_flash_parts_merge_to_causal_attention(dtype):
     for whole, block in ((False, 256), (True, 256), (False, 10_000)):
         got = prefix_flash_attention(q, lambda a, b: (k[a:b], v[a:b]), past, 0.3, whole_past=whole, key_block=block)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_opt_in_bf16_long_prefill_stays_close_on_a_bf16_pool(monkeypatch):
+    """LONG_PREFILL_BF16 computes a long chunk's attention in bf16 on the pool's view: close to the fp32
+    computation over the same stored values (q and probabilities rounded to bf16), not equal."""
+    import engine.paged_context as paged
+
+    g = torch.Generator().manual_seed(9)
+    past, new = LONG_CONTEXT + 100, 40
+    pool = KVPool(1, -(-(past + new) // BS) + 1, BS, KV, HD, torch.bfloat16)
+    ctx = PagedContext(pool, StatePool(1))
+    table = list(range(-(-(past + new) // BS)))
+    k, v = torch.randn(past + new, KV, HD, generator=g), torch.randn(past + new, KV, HD, generator=g)
+    ctx.prepare([SeqSpan(0, past, 0)], [table], [0])
+    ctx.attend(0, torch.randn(past, H, HD, generator=g), k[:past], v[:past], 0.25)
+    q = torch.randn(new, H, HD, generator=g)
+    outs = []
+    for flag in (False, True):
+        monkeypatch.setattr(paged, "LONG_PREFILL_BF16", flag)
+        ctx.prepare([SeqSpan(0, new, past)], [table], [0])
+        outs.append(ctx.attend(0, q, k[past:], v[past:], 0.25))
+    assert outs[1].dtype == torch.float32
+    torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=1e-2)
+    assert not torch.equal(outs[1], outs[0])
