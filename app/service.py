@@ -149,7 +149,7 @@ class LexiconService:
     def _replaces(self, tenant: str, name: str, data: bytes) -> dict:
         """Says so when an upload takes the name of an existing document (its earlier versions stay listed)."""
         current = next((d for d in self.kb.list_documents(tenant) if d.filename == name and d.version > 0), None)
-        return uploads.replace_notice(current, data) if current else {}
+        return uploads.replace_notice(current, data, self.kb.pipeline.ingest_version()) if current else {}
 
     def _run_upload(self, job_id: str, folder: Path) -> None:
         """Ingest, then delete the original file (kept only with ``keep_uploads`` and a successful ingest).

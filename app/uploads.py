@@ -61,10 +61,15 @@ def remove_document_files(data_dir: Path, tenant: str, doc_id: str) -> None:
         remove_folder(data_dir, folder)
 
 
-def replace_notice(current, data: bytes) -> dict:
-    """What an upload response says when a document of the same name exists (``current``: its DocumentInfo)."""
+def replace_notice(current, data: bytes, ingest_version: str = "") -> dict:
+    """What an upload response says when a document of the same name exists (``current``: its DocumentInfo;
+    ``ingest_version``: what the pipeline indexes with now — identical bytes indexed by an older chunker or
+    embedder are indexed again)."""
     same = hashlib.sha256(data).hexdigest() == current.content_hash
-    if same:
+    if same and ingest_version and current.ingest_version != ingest_version:
+        notice = (f"{current.filename} is identical to the stored version {current.version}; it is indexed again "
+                  f"because the chunker or embedding model changed since (version {current.version + 1}).")
+    elif same:
         notice = f"{current.filename} is identical to the stored version {current.version}; nothing changes."
     else:
         notice = (f"{current.filename} replaces the earlier version {current.version} of this document "

@@ -110,7 +110,7 @@ class KnowledgeBase:
         with Session(self.engine) as s:
             docs = s.exec(select(Document).where(Document.tenant == tenant).order_by(Document.filename)).all()
             return [DocumentInfo(d.id, d.filename, d.status, d.error, d.pages, d.n_chunks, d.n_tables, d.version,
-                                 d.kind, d.content_hash, d.updated_at) for d in docs]
+                                 d.kind, d.content_hash, d.updated_at, d.ingest_version) for d in docs]
 
     def document_versions(self, tenant: str, doc_id: str) -> list[VersionInfo] | None:
         """The document's committed versions, oldest first; None for an unknown or another tenant's id."""

@@ -69,6 +69,7 @@ class DocumentInfo:
     kind: str = ""
     content_hash: str = ""
     updated_at: Any = None
+    ingest_version: str = ""  # chunker + embedder it was indexed with (ingest.pipeline.ingest_version)
 
 
 @dataclass

@@ -140,6 +140,19 @@ def test_same_name_upload_is_a_new_version_and_says_so(service):
     assert "replaces" not in service.upload("b", "terms.txt", b"b's terms\n")  # b has no terms.txt of its own
 
 
+def test_identical_upload_after_a_chunker_change_says_it_is_indexed_again(service, monkeypatch):
+    from ingest import chunker
+
+    first = wait(service, "a", service.upload("a", "terms.txt", b"Payment is due within thirty days.\n"))
+    doc_id = first["documents"][0]["doc_id"]
+    monkeypatch.setattr(chunker, "CHUNKER_VERSION", chunker.CHUNKER_VERSION + 1)
+    same = service.upload("a", "terms.txt", b"Payment is due within thirty days.\n")
+    assert same["replaces"]["identical"] and "indexed again" in same["notice"] and "version 2" in same["notice"]
+    wait(service, "a", same)
+    assert [v["version"] for v in service.document_versions("a", doc_id)] == [1, 2]
+    assert "thirty" in service.kb.document_passages("a", doc_id)[0].text
+
+
 def test_samples_never_replace_a_user_document_and_restart_reingests_nothing(tmp_path):
     from app.samples import SAMPLE_PREFIX, load_samples
     from app.service import LexiconService
