@@ -122,6 +122,25 @@ TOKEN = re.compile(r"[a-z0-9]+")
 FIGURE_KINDS = ("amount", "percent", "count")
 
 
+CHANGE_WORDS = r"\b(?:increas|decreas|chang|grew|grow|declin|rose|fell|rise|drop|improv|reduc|up|down)\w*"
+COMPUTED = [  # (what the question asks to compute, what a quote that states the result must say)
+    (r"\b(?:percentage|percent|%)\s+(?:change|increase|decrease|growth|decline)", rf"(?:%|percent).{{0,80}}?{CHANGE_WORDS}|{CHANGE_WORDS}.{{0,80}}?(?:%|percent)"),
+    (r"\baverage\b", r"\baverage\b"),
+    (r"\bratio\b", r"\bratio\b"),
+    (r"\b(?:difference|change|increase|decrease)\b[^?]*\b(?:from|between)\b[^?]*(?:19|20)\d{2}", CHANGE_WORDS),
+    (r"\b(?:total|sum|combined)\b[^?]*(?:19|20)\d{2}\s*(?:,|and|to)\s*(?:19|20)\d{2}", r"\b(?:total|combined|aggregate)\w*"),
+]
+
+
+def computed(question: str) -> str | None:
+    """What a quote must say to state the result of the computation a question asks for (a % change, an
+    average, a ratio, a change between years, a total over years), or None when it asks for no computation."""
+    for ask, state in COMPUTED:
+        if re.search(ask, question, re.I):
+            return state
+    return None
+
+
 def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, float] | None = None,
                 min_coverage: float = 0.5) -> tuple[bool, str]:
     """The verdict on an extracted answer ``span`` to a question over report text (``ask``: its
@@ -129,7 +148,9 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     1. the span's words, figures and names occur in the quote;
     2. the quote carries the question's key terms (at least ``min_coverage`` of their IDF weight, and two of
        them when the question has two or more);
-    3. a figure asked for a year stands in a sentence that names that year; a sentence naming only other
+    3. a question asking for a computation (a % change, an average, a ratio, a change or total across years) is
+       answered only by a quote that states that result, not by a figure that is merely an input;
+    4. a figure asked for a year stands in a sentence that names that year; a sentence naming only other
        years answers another period."""
     if not span.strip() or not quote.strip():
         return False, "empty span"
@@ -147,6 +168,9 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     cov = sum(weights.get(k, 1.0) for k in shared) / total if total else 0.0
     if key and (len(shared) < min(2, len(key)) or cov < min_coverage):
         return False, f"{len(shared)} of {len(key)} key terms of the question"
+    need = computed(question)
+    if need and not re.search(need, quote, re.I):
+        return False, "asks for a computation the quote does not state"
     if ask.years:
         named = set(re.findall(r"(?<!\d)(?:19|20)\d{2}(?!\d)", quote))
         if not named & set(ask.years) and (named or ask.kind in FIGURE_KINDS):

@@ -29,3 +29,13 @@ def test_a_figure_answer_needs_its_year_in_the_quote():
     q2017 = "What was the increase in net cash provided by operating activities in fiscal 2017?"
     assert not verify_text(ask_of(q2017), q2017, "$224 million", QUOTE)[0]
     assert not verify_text(ask_of(q), q, "$224 billion", QUOTE)[0]
+
+
+def test_a_computation_is_not_answered_by_one_of_its_inputs():
+    quote = "The valuation allowance was $19,911 as of December 31, 2019 and $15,916 as of December 31, 2018."
+    q = "What is the percentage change in the valuation allowance from 2018 to 2019?"
+    assert not verify_text(ask_of(q), q, "$19,911", quote)[0]
+    stated = "The valuation allowance increased 25.1% from 2018 to 2019."
+    assert verify_text(ask_of(q), q, "25.1%", stated)[0]
+    avg = "What was the average valuation allowance in 2018 and 2019?"
+    assert not verify_text(ask_of(avg), avg, "$19,911", quote)[0]
