@@ -63,6 +63,9 @@ def expanded_words(text: str) -> set[str]:
     return out
 
 
+TOTAL_WORDS = content_words("total")
+
+
 @dataclass
 class RowMatch:
     row: Row
@@ -93,7 +96,9 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         dense = vecs[1:] @ vecs[0]
     out = []
     for i, row in enumerate(view.rows):
-        lw = content_words(row.label)
+        # "Total cost of revenue" is named by "cost of revenue": "total" need not be said (a row without it
+        # still wins when both are there, by the total penalty below)
+        lw = (content_words(row.label) - TOTAL_WORDS) or content_words(row.label)
         if not lw:
             continue
         matched = (lw & plain) | (synonym_words(pq.phrase, row.label) & lw)

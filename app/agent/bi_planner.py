@@ -65,7 +65,15 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if best.confidence < CONFIDENT:
         return PlanResult(None, f"not confident ({best.confidence:.2f}) that {best.table.title!r} answers it",
                           why, tried)
+    if hard_doubt(best):  # a period asked that the program does not read, or row and words both in doubt
+        return PlanResult(None, f"{best.table.title!r} does not answer it: {'; '.join(best.doubts)}", why, tried)
     return PlanResult(best, "ok", why, tried)
+
+
+def hard_doubt(prog: Program) -> bool:
+    """Doubts under which a BI answer was (nearly) never right on the dev set: hand over to the text route."""
+    period = any("among the columns used" in d or "no column for" in d for d in prog.doubts)
+    return period or len(prog.doubts) >= 2
 
 
 def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, encode) -> tuple[Optional[Program], list]:
@@ -83,13 +91,16 @@ def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, enco
         if statements and getattr(cand.view.info, "statement", "") in statements:
             prog.confidence += 0.05
         tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}{'' if prog.grounded else ' ?'}")
+        prog.from_statement = bool(statements) and getattr(cand.view.info, "statement", "") in statements
         if best is None or _rank(prog) > _rank(best):
             best = prog
     return best, tried
 
 
 def _rank(prog: Program) -> tuple:
-    return prog.confidence >= CONFIDENT, prog.grounded, prog.confidence
+    """Confident first, then from the statement the question names as its source, grounded, confidence."""
+    ok = prog.confidence >= CONFIDENT
+    return ok, ok and getattr(prog, "from_statement", False), prog.grounded, prog.confidence
 
 
 def build_program(view: TableView, pq: ParsedQuestion, encode=None) -> Optional[Program]:

@@ -175,6 +175,11 @@ def _profile(kb, tenant: str, doc) -> set[str]:
     return toks | parts | _PROFILE_PAIRS[key] | {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
 
 
+def _file_words(filename: str) -> set[str]:
+    stem = re.sub(r"\.[A-Za-z0-9]+$", "", filename or "")
+    return {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
+
+
 def _table_words(kb, tenant: str, doc_ids: set[str]) -> set[str]:
     """Words of the row labels and column headers of the documents' tables."""
     out: set[str] = set()
@@ -192,7 +197,10 @@ def _table_words(kb, tenant: str, doc_ids: set[str]) -> set[str]:
 
 
 def _named_by(m: Mention, words: set[str]) -> bool:
-    """Every name word is in ``words`` (a one-word name) or most of them are (a longer one)."""
+    """Every name word is in ``words`` (a one-word name) or most of them are (a longer one); a name written
+    as one word in file names ("Best Buy" ~ "BESTBUY") counts."""
+    if len(m.tokens) > 1 and "".join(m.tokens) in words:
+        return True
     hits = sum(t in words for t in m.tokens)
     return hits == len(m.tokens) or (len(m.tokens) >= 3 and hits >= len(m.tokens) - 1)
 
@@ -206,8 +214,11 @@ def company_scope(kb, tenant: str, question: str, doc_ids: Optional[list[str]] =
         return CompanyScope(found)
     profiles = {d.id: _profile(kb, tenant, d) for d in docs}
     items = _table_words(kb, tenant, {d.id for d in docs})
-    # "revenue of Software": a name the tables of the documents carry is a line item, not a company
-    found = [m for m in found if m.possessive or not _named_by(m, items)]
+    # "revenue of Software": a name the tables of the documents carry is a line item, not a company, unless
+    # a file is named after it ("inventories for Best Buy" with BESTBUY_2019_10K.pdf)
+    files = {d.id: _file_words(d.filename) for d in docs}
+    found = [m for m in found if m.possessive or not _named_by(m, items)
+             or any(_named_by(m, w) for w in files.values())]
     matched: list[str] = []
     missing: list[str] = []
     names: list[str] = []

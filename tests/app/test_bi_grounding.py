@@ -73,6 +73,12 @@ def test_answer_without_the_period_asked_or_with_words_left_out_is_not_supported
     # the question names more than the row used ("widgets in Europe"): found, not supported
     out = ask(env, "What was the net sales of widgets in Europe in 2019?")
     assert out["route"] == "bi" and out["supported"] is False and "europe" in out["answer"].lower()
+    # two doubts at once (words left out and no period): the text route answers instead
+    out = ask(env, "What was the change in net sales of widgets in Europe?")
+    assert out["route"] == "rag" and "does not answer it" in out["fallback"], out
+    # a total row is named without the word "total"
+    out = ask(env, "What were current assets in 2019?")
+    assert out["rows"] == [["Total current assets", 860.0]] and out["supported"] is True
     # a lookup listing every period is what the table states: supported
     out = ask(env, "What was the gross profit?")
     assert out["supported"] is True and out["rows"] == [["Gross profit", 500.0, 350.0, 300.0]]
