@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     engine_device: str = "cpu"
     engine_dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # weights/activations; auto: fp32 on CPU, bf16 on GPU
     engine_speculative: bool = True  # prompt-lookup speculative decoding for greedy answers
+    # CPU GEMM: auto = quantized GGUF weights kept 4-bit (int4 GEMM, bf16 activations), else oneDNN fp32 (exact)
+    engine_cpu_gemm: Literal["auto", "int4", "onednn", "fp16", "plain"] = "auto"
 
     # Ingestion
     chunk_tokens: int = 256
