@@ -64,6 +64,7 @@ def expanded_words(text: str) -> set[str]:
 
 
 TOTAL_WORDS = content_words("total")
+FOOTNOTE = re.compile(r"\s*\((?:\d{1,2}|[a-z]|[ivx]{1,4})\)|(?<=[a-z])\d{1,2}$|\s*\*+$")
 
 
 @dataclass
@@ -98,7 +99,8 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
     for i, row in enumerate(view.rows):
         # "Total cost of revenue" is named by "cost of revenue": "total" need not be said (a row without it
         # still wins when both are there, by the total penalty below)
-        lw = (content_words(row.label) - TOTAL_WORDS) or content_words(row.label)
+        label = FOOTNOTE.sub("", row.label) or row.label  # "Other assets(1)": the mark names nothing
+        lw = (content_words(label) - TOTAL_WORDS) or content_words(label)
         if not lw:
             continue
         matched = (lw & plain) | (synonym_words(pq.phrase, row.label) & lw)
@@ -110,8 +112,9 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         sw = content_words(row.section) - lw
         if sw and matched:  # the section tells apart rows of the same name
             lex += 0.25 * len(sw & plain) / len(sw)
-        if row.is_total and not pq.wants_total and "total" in row.label.lower():
-            lex -= 0.15
+        if re.search(r"\btotal\b", row.label, re.I) and matched:  # "total" is not needed to name it, but
+            # a question that says it prefers the total row (unless "total" asks for a sum), else the item
+            lex += 0.1 if pq.wants_total and pq.op != "sum" and lw != TOTAL_WORDS else -0.15 * (not pq.wants_total)
         d = float(max(0.0, min(1.0, (dense[i] - 0.2) / 0.6)))
         score = 0.75 * lex + 0.25 * d if matched else 0.6 * d * (d > 0.7)
         # where the question names the row: its last-appearing word's first occurrence ("net sales to cost of
