@@ -6,6 +6,7 @@ from typing import Optional
 
 from app.agent.bi_periods import column_period
 from app.agent.bi_program import Operand, Program, fmt
+from app.agent.bi_units import restated
 
 TITLES = {"difference": "Change", "pct_change": "Percentage change", "average": "Average", "sum": "Total",
           "ratio": "Ratio", "count": "Count"}
@@ -54,12 +55,14 @@ def source(prog: Program) -> str:
     return f'table "{t.title}" ({t.filename}, page {t.page})'
 
 
-def answer_text(prog: Program, value: Optional[float], sql: str) -> str:
+def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional[str] = None) -> str:
+    """``asked``: the scale the question wants ("million"); a value in another scale is restated in it."""
     unit = _unit(prog)
     unit_s = f" ({unit})" if unit else ""
     tail = f"\nSource: {source(prog)}.\nSQL: {sql}"
     if prog.op in TITLES:
-        head = f"{TITLES[prog.op]} of {_subject(prog)}: {prog.formula(value)}{unit_s}."
+        again = restated(value, unit, asked) if prog.op in ("difference", "sum", "average") else ""
+        head = f"{TITLES[prog.op]} of {_subject(prog)}: {prog.formula(value)}{unit_s}{again}."
         return head + f"\nRows used: {rows_used(prog)}." + tail
     if prog.op in ("max", "min"):
         vals = [o for o in prog.operands if isinstance(o.cell.value, (int, float))]
@@ -88,7 +91,9 @@ def answer_text(prog: Program, value: Optional[float], sql: str) -> str:
     parts = []
     for ops in by_row.values():
         if len(ops) == 1 and len(by_row) == 1:
-            parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(ops[0].cell.value)}")
+            again = restated(ops[0].cell.value, unit, asked)
+            parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(ops[0].cell.value)}{unit_s}{again}")
+            return "; ".join(parts) + "." + tail
         else:
             parts.append(f"{ops[0].row.label}: " + ", ".join(f"{col_name(o)} {fmt(o.cell.value)}" for o in ops))
     return "; ".join(parts) + unit_s + "." + tail

@@ -16,6 +16,7 @@ from app import prompts
 from app.agent.bi_catalog import tables_in_scope
 from app.agent.bi_format import answer_text, column_title, lookup_text  # noqa: F401 (re-exported)
 from app.agent.bi_planner import PlanResult, plan_question
+from app.agent.bi_units import asked_scale
 from app.agent.bi_program import ARITHMETIC, Program, fmt
 from app.agent.state import AgentDeps, AgentState
 
@@ -116,9 +117,10 @@ def make_bi_node(deps: AgentDeps):
         table = next(t for t in tables if t.sql_name.lower() in used)
         rows = [list(r) for r in result.rows]
         return {"route": "bi", "sql": sql, "columns": list(result.columns), "rows": rows,
-                "answer": lookup_text(list(result.columns), rows, table.unit) + f"\nSQL: {sql}",
+                "answer": lookup_text(list(result.columns), rows, table.unit) + f"\nSQL: {sql}"
+                + "\nNot verified: the query was written by the model; its rows are not grounded in the question.",
                 "chart": None, "citations": table_citation(deps.kb, state["tenant"], table, []),
-                "supported": True}
+                "supported": False}
 
     def run_program(state: AgentState, prog: Program) -> Optional[dict]:
         sql = prog.sql()
@@ -138,7 +140,7 @@ def make_bi_node(deps: AgentDeps):
             return None
         table = prog.table
         needles = list(dict.fromkeys(o.row.label for o in prog.operands))
-        text = answer_text(prog, value, sql)
+        text = answer_text(prog, value, sql, asked_scale(state["question"]))
         if not prog.grounded:  # stated as found, not supported
             text += "\nNot verified: " + "; ".join(prog.doubts) + "."
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,

@@ -112,3 +112,25 @@ def test_chart_runs_oldest_to_newest_named_by_the_row(env):
     assert series[0]["x"] == ["2018", "2019"] and series[0]["y"] == [1000.0, 1200.0]
     out = ask(env, "What was the change in operating income from 2018 to 2019?")
     assert out["chart"]["data"][0]["x"] == ["2018", "2019"] and out["chart"]["data"][0]["name"] == "Operating income"
+
+
+def test_a_value_asked_in_another_scale_is_restated_in_it(env):
+    out = ask(env, "What were Acme's total assets at December 31, 2019? Answer in USD billions.")
+    assert out["supported"] is True and out["rows"] == [["Total assets", 2400.0]], out
+    head = out["answer"].splitlines()[0]
+    assert "2,400 (" in head and "= 2.4 (" in head and "billions" in head, head
+    out = ask(env, "What was the change in Acme's net sales from 2018 to 2019 (in thousands)?")
+    assert "1,200 − 1,000 = 200" in out["answer"] and "= 200,000 (" in out["answer"].splitlines()[0], out["answer"]
+    from app.evaluation.numbers import answer_number
+    assert answer_number(out["answer"].splitlines()[0]).value == 200000
+
+
+def test_asked_scale_is_read_only_when_the_question_names_one():
+    from app.agent.bi_units import asked_scale, restated
+
+    assert asked_scale("What is 3M's FY2018 capex? Answer in USD millions.") == "million"
+    assert asked_scale("What was revenue (in units of billions)?") == "billion"
+    assert asked_scale("Revenue in millions and assets in billions?") is None  # two scales: none restated
+    assert asked_scale("What was net income in 2019?") is None
+    assert restated(5466312, "USD thousands", "million") == " = 5,466.31 (USD millions)"
+    assert restated(2.5, "per share", "million") == "" and restated(10, "millions", "million") == ""
