@@ -18,3 +18,32 @@ def passage_texts(service, tenant: str = TENANT) -> dict[str, str]:
     """doc_id -> all chunk text of the document (what citations must quote from)."""
     return {d["id"]: "\n".join(p.text for p in service.kb.document_passages(tenant, d["id"]))
             for d in service.documents(tenant)}
+
+
+def bi_env(tmp_path_factory, tenant: str, filename: str, html: str, n_tables: int):
+    """A real KnowledgeBase holding one ingested HTML report, and agent deps whose model raises (the BI route
+    must not need one): yields (kb, deps, doc_id) for a module-scoped fixture."""
+    from app.agent.state import AgentDeps
+    from ingest.knowledge_base import KnowledgeBase
+
+    settings = small_settings(tmp_path_factory.mktemp(tenant))
+    kb = KnowledgeBase(settings)
+    path = settings.data_dir / filename
+    path.write_text(html)
+    res = kb.ingest_file(path, tenant)
+    assert res.status == "ingested" and res.tables == n_tables, res
+
+    def no_model():
+        raise AssertionError("the BI route must not need a model")
+
+    yield kb, AgentDeps(kb, settings, no_model), res.doc_id
+    kb.close()
+
+
+def ask_bi(env, tenant: str, question: str) -> dict:
+    """The real BI node's answer to ``question`` over the document of ``bi_env``."""
+    from app.agent.nodes_bi import make_bi_node
+    from app.agent.state import turn_input
+
+    kb, deps, doc = env
+    return make_bi_node(deps)(turn_input(tenant, question, "bi", [doc]))

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+from text_pdf import write_paragraphs_pdf  # tests/text_pdf.py
 
 TENANT = "clauses"
 FILLER = ("The parties shall cooperate in good faith and keep each other reasonably informed of all matters "
@@ -59,22 +60,6 @@ SERVICES = [  # no governing-law clause: the notice clause mentions states and c
 ]
 
 
-def write_pdf(path, clauses):
-    from reportlab.lib.pagesizes import LETTER
-    from reportlab.lib.styles import getSampleStyleSheet
-    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer
-
-    styles = getSampleStyleSheet()
-    story = []
-    for text, mark in clauses:
-        story.append(Paragraph(text, styles["Heading2" if mark == "h" else "BodyText"]))
-        story.append(Spacer(1, 4))
-        if mark == "break":
-            story.append(PageBreak())
-    SimpleDocTemplate(str(path), pagesize=LETTER, invariant=1).build(story)
-    return path
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     from app.service import LexiconService
@@ -82,7 +67,7 @@ def service(tmp_path_factory):
     settings = small_settings(tmp_path_factory.mktemp("clauses"))
     svc = LexiconService(settings)
     docs = tmp_path_factory.mktemp("contracts")
-    paths = [write_pdf(docs / "supply_agreement.pdf", SUPPLY), write_pdf(docs / "consulting_agreement.pdf", SERVICES)]
+    paths = [write_paragraphs_pdf(docs / "supply_agreement.pdf", SUPPLY), write_paragraphs_pdf(docs / "consulting_agreement.pdf", SERVICES)]
     job = svc.ingest_paths(TENANT, paths)
     assert job["failed"] == 0, job
     yield svc

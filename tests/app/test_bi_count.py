@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+from app_test_helpers import ask_bi, bi_env  # tests/app/app_test_helpers.py
 
 TENANT = "bi-count"
 
@@ -21,31 +21,13 @@ REPORT = """<html><body><h1>Initech annual report 2019</h1>
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    from app.agent.state import AgentDeps
-    from ingest.knowledge_base import KnowledgeBase
-
-    settings = small_settings(tmp_path_factory.mktemp("bi-count"))
-    kb = KnowledgeBase(settings)
-    path = settings.data_dir / "initech_2019.html"
-    path.write_text(REPORT)
-    res = kb.ingest_file(path, TENANT)
-    assert res.status == "ingested" and res.tables == 1, res
-
-    def no_model():
-        raise AssertionError("the BI route must not need a model")
-
-    yield kb, AgentDeps(kb, settings, no_model), res.doc_id
-    kb.close()
+    yield from bi_env(tmp_path_factory, TENANT, "initech_2019.html", REPORT, 1)
 
 
 def ask(env, question):
-    from app.agent.nodes_bi import make_bi_node
-    from app.agent.state import turn_input
-
-    kb, deps, doc = env
-    out = make_bi_node(deps)(turn_input(TENANT, question, "bi", [doc]))
+    out = ask_bi(env, TENANT, question)
     assert out["route"] == "bi", out
-    res = kb.run_sql(TENANT, out["sql"])
+    res = env[0].run_sql(TENANT, out["sql"])
     return out, res.rows[0][res.columns.index("count")]
 
 

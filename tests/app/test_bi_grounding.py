@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+from app_test_helpers import ask_bi, bi_env  # tests/app/app_test_helpers.py
 
 TENANT = "bi-grounding"
 
@@ -33,29 +33,11 @@ ACME = """<html><body><h1>Acme Corp annual report 2019</h1>
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    from app.agent.state import AgentDeps
-    from ingest.knowledge_base import KnowledgeBase
-
-    settings = small_settings(tmp_path_factory.mktemp("bi-grounding"))
-    kb = KnowledgeBase(settings)
-    path = settings.data_dir / "ACME_2019_10K.html"
-    path.write_text(ACME)
-    res = kb.ingest_file(path, TENANT)
-    assert res.status == "ingested" and res.tables == 2, res
-
-    def no_model():
-        raise AssertionError("the BI route must not need a model")
-
-    yield kb, AgentDeps(kb, settings, no_model), res.doc_id
-    kb.close()
+    yield from bi_env(tmp_path_factory, TENANT, "ACME_2019_10K.html", ACME, 2)
 
 
 def ask(env, question):
-    from app.agent.nodes_bi import make_bi_node
-    from app.agent.state import turn_input
-
-    kb, deps, doc = env
-    return make_bi_node(deps)(turn_input(TENANT, question, "bi", [doc]))
+    return ask_bi(env, TENANT, question)
 
 
 def test_grounded_answer_is_supported(env):

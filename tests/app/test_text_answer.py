@@ -11,6 +11,7 @@ import re
 import pytest
 
 from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+from text_pdf import write_paragraphs_pdf  # tests/text_pdf.py
 
 TENANT = "reports"
 REPORT = [
@@ -42,22 +43,6 @@ OTHER = [
 ]
 
 
-def write_pdf(path, blocks):
-    from reportlab.lib.pagesizes import LETTER
-    from reportlab.lib.styles import getSampleStyleSheet
-    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer
-
-    styles = getSampleStyleSheet()
-    story = []
-    for text, mark in blocks:
-        story.append(Paragraph(text, styles["Heading2" if mark == "h" else "BodyText"]))
-        story.append(Spacer(1, 4))
-        if mark == "break":
-            story.append(PageBreak())
-    SimpleDocTemplate(str(path), pagesize=LETTER, invariant=1).build(story)
-    return path
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     from app.service import LexiconService
@@ -65,7 +50,7 @@ def service(tmp_path_factory):
     svc = LexiconService(small_settings(tmp_path_factory.mktemp("reports")))
     docs = tmp_path_factory.mktemp("report-files")
     (docs / "notes.html").write_text(NOTES_HTML, encoding="utf-8")
-    job = svc.ingest_paths(TENANT, [write_pdf(docs / "annual_report.pdf", REPORT), write_pdf(docs / "nda.pdf", OTHER),
+    job = svc.ingest_paths(TENANT, [write_paragraphs_pdf(docs / "annual_report.pdf", REPORT), write_paragraphs_pdf(docs / "nda.pdf", OTHER),
                                     docs / "notes.html"])
     assert job["failed"] == 0, job
     yield svc
