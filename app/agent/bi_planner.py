@@ -7,7 +7,7 @@ its table view, operands (row x column cells), SQL and confidence (``bi_program.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from app.agent.bi_catalog import load_views, rank_tables, tables_in_scope, vector_cache
@@ -25,6 +25,7 @@ from app.agent.text import content_words
 
 CONFIDENT = 0.55  # below: hand over to RAG
 ROW_FLOOR = 0.45  # a row named by the question at least this well
+STATEMENT_BOOST = 0.1  # row matches in a table of the statement the question names as its source
 _VIEWS: dict = {}
 
 
@@ -84,7 +85,8 @@ def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, enco
     best: Optional[Program] = None
     tried = []
     for cand in cands:
-        prog = build_program(cand.view, pq, encode)
+        named = bool(statements) and getattr(cand.view.info, "statement", "") in statements
+        prog = build_program(cand.view, pq, encode, STATEMENT_BOOST if named else 0.0)
         if prog is None:
             continue
         prog.confidence += 0.1 * cand.score
@@ -103,8 +105,12 @@ def _rank(prog: Program) -> tuple:
     return ok, ok and getattr(prog, "from_statement", False), prog.grounded, prog.confidence
 
 
-def build_program(view: TableView, pq: ParsedQuestion, encode=None) -> Optional[Program]:
+def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float = 0.0) -> Optional[Program]:
+    """``boost``: added to every row match of a table of the statement the question names as its source, where
+    a label naming more than the question ("Merchandise inventories" for "inventories") is still the row meant."""
     matches = match_rows(view, pq, encode)
+    if boost:
+        matches = [replace(m, score=m.score + boost) if m.matched else m for m in matches]
     if not matches:
         return None
     cols_named: list[Col] = []

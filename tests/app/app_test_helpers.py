@@ -20,18 +20,20 @@ def passage_texts(service, tenant: str = TENANT) -> dict[str, str]:
             for d in service.documents(tenant)}
 
 
-def bi_env(tmp_path_factory, tenant: str, filename: str, html: str, n_tables: int):
-    """A real KnowledgeBase holding one ingested HTML report, and agent deps whose model raises (the BI route
-    must not need one): yields (kb, deps, doc_id) for a module-scoped fixture."""
+def bi_env(tmp_path_factory, tenant: str, filename: str, html: str, n_tables: int, source=None):
+    """A real KnowledgeBase holding one ingested HTML report (or the file ``source``; ``n_tables`` 0: any
+    number), and agent deps whose model raises (the BI route must not need one): yields (kb, deps, doc_id)
+    for a module-scoped fixture."""
     from app.agent.state import AgentDeps
     from ingest.knowledge_base import KnowledgeBase
 
     settings = small_settings(tmp_path_factory.mktemp(tenant))
     kb = KnowledgeBase(settings)
-    path = settings.data_dir / filename
-    path.write_text(html)
+    path = source or settings.data_dir / filename
+    if source is None:
+        path.write_text(html)
     res = kb.ingest_file(path, tenant)
-    assert res.status == "ingested" and res.tables == n_tables, res
+    assert res.status == "ingested" and (res.tables == n_tables or (n_tables == 0 and res.tables)), res
 
     def no_model():
         raise AssertionError("the BI route must not need a model")

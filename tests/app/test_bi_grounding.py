@@ -116,3 +116,53 @@ def test_asked_scale_is_read_only_when_the_question_names_one():
     assert asked_scale("What was net income in 2019?") is None
     assert restated(5466312, "USD thousands", "million") == " = 5,466.31 (USD millions)"
     assert restated(2.5, "per share", "million") == "" and restated(10, "millions", "million") == ""
+
+
+NOTES = """<html><body><h1>Globex annual report 2019</h1>
+<p>Consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>February 2, 2019</th><th>February 3, 2018</th></tr>
+<tr><td>Cash and cash equivalents</td><td>1,980</td><td>3,300</td></tr>
+<tr><td>Merchandise inventories</td><td>5,409</td><td>5,209</td></tr>
+<tr><td>Total current assets</td><td>8,705</td><td>9,829</td></tr>
+</table>
+<p>Changes in operating assets and liabilities were comprised of the following (in millions):</p>
+<table>
+<tr><th></th><th>February 2, 2019</th><th>February 3, 2018</th></tr>
+<tr><td>Receivables</td><td>28</td><td>(193)</td></tr>
+<tr><td>Inventory</td><td>(194)</td><td>(335)</td></tr>
+<tr><td>Accounts payable</td><td>(91)</td><td>776</td></tr>
+</table></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def notes_env(tmp_path_factory):
+    yield from bi_env(tmp_path_factory, "bi-notes", "GLOBEX_2019_10K.html", NOTES, 2)
+
+
+FILING = __import__("pathlib").Path(__file__).resolve().parents[3] / "shared/eval/financebench-dev/pdfs/BESTBUY_2019_10K.pdf"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FILING.exists(), reason=f"{FILING} is absent (a FinanceBench dev filing)")
+def test_a_real_filing_answers_from_the_balance_sheet_it_is_told_to_use(tmp_path_factory):
+    """In the real 10-K the cash-flow note's 'Inventory' change names the word exactly and 'Merchandise
+    inventories' on the balance sheet scores just under the row floor: the named statement must still win."""
+    env = bi_env(tmp_path_factory, "bi-filing", FILING.name, "", 0, source=FILING)
+    kb_deps_doc = next(env)
+    q = ("What is the year end FY2019 total amount of inventories for Best Buy? Answer in USD millions. "
+         "Base your judgments on the information provided primarily in the balance sheet.")
+    out = ask_bi(kb_deps_doc, "bi-filing", q)
+    assert out["rows"] == [["Merchandise inventories", 5409.0]] and out["supported"] is True, out
+    env.close()
+
+
+def test_the_statement_named_as_the_source_is_read_even_where_its_label_says_more(notes_env):
+    """'inventories ... primarily in the balance sheet': the balance sheet's 'Merchandise inventories', not the
+    cash-flow note's 'Inventory' change that names the word exactly."""
+    q = ("What is the year end FY2019 total amount of inventories for Globex? Answer in USD millions. "
+         "Base your judgments on the information provided primarily in the balance sheet.")
+    out = ask_bi(notes_env, "bi-notes", q)
+    assert out["rows"] == [["Merchandise inventories", 5409.0]] and out["supported"] is True, out
+    out = ask_bi(notes_env, "bi-notes", "What was inventory in fiscal 2019?")
+    assert out["rows"] == [["Inventory", -194.0]], out  # no statement named: the exact label
