@@ -10,6 +10,24 @@ from ingest.parsers.pdf import parse_pdf
 from ingest.tables import build_typed_table
 
 
+def draw_rows(c, y: float, rows, xs, label_x: float = 40, step: float = 12) -> float:
+    """Rows of (label, cells) drawn top-down: the label left at ``label_x``, each cell right-aligned at its x
+    (an empty or None cell left blank); returns the y below the last row."""
+    for label, cells in rows:
+        c.drawString(label_x, y, label)
+        for x, v in zip(xs, cells or ()):
+            if v:
+                c.drawRightString(x, y, v)
+        y -= step
+    return y
+
+
+def finish(c, path):
+    c.showPage()
+    c.save()
+    return path
+
+
 def write_grouped_pdf(path):
     """Derivative gains by the line of the income statement they hit: label, a text column, then two period
     groups of two columns each, amounts printed with a '$' far left of the number."""
@@ -76,15 +94,9 @@ def write_scale_above_pdf(path):
     c.drawRightString(420, y, "2023")
     c.drawRightString(500, y, "2022")
     y -= 14
-    for label, a, b in [("Ruxience", "100", "113"), ("Xalkori", "86", "118"), ("Retacrit", "87", "106"),
-                        ("Aromasin", "72", "59")]:
-        c.drawString(72, y, label)
-        c.drawRightString(420, y, a)
-        c.drawRightString(500, y, b)
-        y -= 12
-    c.showPage()
-    c.save()
-    return path
+    draw_rows(c, y, [("Ruxience", ("100", "113")), ("Xalkori", ("86", "118")), ("Retacrit", ("87", "106")),
+                     ("Aromasin", ("72", "59"))], (420, 500), label_x=72)
+    return finish(c, path)
 
 
 def test_scale_stated_once_higher_up_the_page_reaches_the_table(tmp_path):
@@ -108,17 +120,10 @@ def write_section_under_header_pdf(path):
     c.drawRightString(440, 688, "July 29, 2023")
     c.drawRightString(520, 688, "July 30, 2022")
     y = 674
-    for label, a, b in [("Cash flows", None, None), ("Operating activities", None, None), ("Net earnings", "$518", "$647"),
-                        ("Depreciation and amortization", "473", "453"), ("Restructuring charges", "(16)", "35"),
-                        ("Total cash provided by operating activities", "1,024", "1,187")]:
-        c.drawString(72, y, label)
-        if a:
-            c.drawRightString(440, y, a)
-            c.drawRightString(520, y, b)
-        y -= 12
-    c.showPage()
-    c.save()
-    return path
+    draw_rows(c, y, [("Cash flows", None), ("Operating activities", None), ("Net earnings", ("$518", "$647")),
+                     ("Depreciation and amortization", ("473", "453")), ("Restructuring charges", ("(16)", "35")),
+                     ("Total cash provided by operating activities", ("1,024", "1,187"))], (440, 520), label_x=72)
+    return finish(c, path)
 
 
 def test_section_row_under_the_headers_keeps_them_in_the_table(tmp_path):
@@ -147,17 +152,10 @@ def write_stacked_headers_pdf(path):
     c.drawString(40, 686, "($ million)")
     for x, text in zip(cols, ("EBITDA", "EBIT", "Income", "cents)")):
         c.drawRightString(x, 686, text)
-    y = 672
-    for label, cells in [("Net income attributable to Amcor", ("1,048", "1,048", "1,048", "70.5")),
-                         ("Tax expense", ("193", "193", "", "")), ("Interest expense, net", ("259", "259", "", "")),
-                         ("EBITDA, EBIT, Net income and EPS", ("2,080", "1,510", "1,048", "70.5"))]:
-        c.drawString(40, y, label)
-        for x, v in zip(cols, cells):
-            c.drawRightString(x, y, v)
-        y -= 12
-    c.showPage()
-    c.save()
-    return path
+    draw_rows(c, 672, [("Net income attributable to Amcor", ("1,048", "1,048", "1,048", "70.5")),
+                     ("Tax expense", ("193", "193", "", "")), ("Interest expense, net", ("259", "259", "", "")),
+                     ("EBITDA, EBIT, Net income and EPS", ("2,080", "1,510", "1,048", "70.5"))], cols, label_x=40)
+    return finish(c, path)
 
 
 def test_stacked_column_headers_stay_over_their_own_column(tmp_path):
@@ -189,17 +187,10 @@ def write_year_over_groups_pdf(path):
         c.drawRightString(x, 714, "Percent")
     for x, text in zip(cols, ("Amount", "to Sales") * 3):
         c.drawRightString(x, 704, text)
-    y = 690
-    for label, cells in [("Sales to customers", ("$20,894", "100.0 %", "$21,519", "100.0 %", "$42,413", "100.0 %")),
-                         ("Cost of products sold", ("6,687", "32.0", "6,462", "30.0", "13,149", "31.0")),
-                         ("Gross Profit", ("14,207", "68.0", "15,057", "70.0", "29,264", "69.0"))]:
-        c.drawString(40, y, label)
-        for x, v in zip(cols, cells):
-            c.drawRightString(x, y, v)
-        y -= 12
-    c.showPage()
-    c.save()
-    return path
+    draw_rows(c, 690, [("Sales to customers", ("$20,894", "100.0 %", "$21,519", "100.0 %", "$42,413", "100.0 %")),
+                     ("Cost of products sold", ("6,687", "32.0", "6,462", "30.0", "13,149", "31.0")),
+                     ("Gross Profit", ("14,207", "68.0", "15,057", "70.0", "29,264", "69.0"))], cols, label_x=40)
+    return finish(c, path)
 
 
 def test_a_year_over_period_groups_reaches_every_column(tmp_path):
