@@ -64,6 +64,7 @@ def expanded_words(text: str) -> set[str]:
 
 
 TOTAL_WORDS = content_words("total")
+PAREN_ALT = re.compile(r"\((?:loss|losses|gain|gains|income|expense|deficit|decrease|increase|benefit)\)", re.I)
 FOOTNOTE = re.compile(r"\s*\((?:\d{1,2}|[a-z]|[ivx]{1,4})\)|(?<=[a-z])\d{1,2}$|\s*\*+$")
 
 
@@ -100,11 +101,14 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         # "Total cost of revenue" is named by "cost of revenue": "total" need not be said (a row without it
         # still wins when both are there, by the total penalty below)
         label = FOOTNOTE.sub("", row.label) or row.label  # "Other assets(1)": the mark names nothing
-        lw = (content_words(label) - TOTAL_WORDS) or content_words(label)
+        # a parenthesised alternative ("Net income (loss)", "Gain (loss) on sale") may be named, need not be
+        core = PAREN_ALT.sub(" ", label).strip() or label
+        words_all = (content_words(label) - TOTAL_WORDS) or content_words(label)
+        lw = (content_words(core) - TOTAL_WORDS) or content_words(core) or words_all
         if not lw:
             continue
-        matched = (lw & plain) | (synonym_words(pq.phrase, row.label) & lw)
-        cov = len(matched) / len(lw)
+        matched = (words_all & plain) | (synonym_words(pq.phrase, row.label) & words_all)
+        cov = min(1.0, len(matched) / len(lw))
         lex = cov * (0.7 + 0.1 * min(3, len(matched)))
         norm_label = " ".join(WORD.findall(row.label.lower()))
         if norm_label and re.search(rf"\b{re.escape(norm_label)}\b", norm_q):

@@ -40,6 +40,8 @@ def test_growth_is_computed_in_sql(sample_service):
     assert label == "Net income (loss)" and (new, old) == (INCOME["Net income (loss)"][2024], INCOME["Net income (loss)"][2023])
     assert pct == pytest.approx(expected, abs=0.01)
     assert f"{expected:.2f}".rstrip("0") in a.answer
+    # "(loss)" is the label's alternative wording: "net income" names the row, so the answer is supported
+    assert a.supported and "Not verified" not in a.answer, a.answer
 
 
 def test_segment_quarter_and_breakdown(sample_service):
