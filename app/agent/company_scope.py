@@ -15,9 +15,10 @@ Mentions are read conservatively, because a false "not in the documents" hides a
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Optional
+
+from app.agent.scope import PROFILES, DocCache, opening_passages
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
 POSSESSIVE = re.compile(rf"(?<![\w'’])((?:{NAME}\s+){{0,3}}{NAME})['’]s?(?=\s|$|[,;:?.)])")
@@ -118,29 +119,18 @@ def _initial_pairs(text: str) -> set[str]:
     return out
 
 
-class FullTextCache:
-    """Per-document word sets of the whole ingested text (is a name anywhere in the document?)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._words: dict[tuple, set[str]] = {}
-
-    def words(self, kb, tenant: str, doc) -> set[str]:
-        key = (tenant, doc.id, doc.version, doc.content_hash)
-        with self._lock:
-            if key in self._words:
-                return self._words[key]
-        text = " ".join(p.text for p in kb.document_passages(tenant, doc.id))
-        words = {t for t in _tokens(text)} | _initial_pairs(text)
-        with self._lock:
-            if len(self._words) > 500:
-                self._words.clear()
-            self._words[key] = words
-        return words
+def _full_text_words(kb, tenant: str, doc) -> set[str]:
+    """The words of the whole ingested text (is a name anywhere in the document?)."""
+    text = " ".join(p.text for p in kb.document_passages(tenant, doc.id))
+    return {t for t in _tokens(text)} | _initial_pairs(text)
 
 
-FULL_TEXT = FullTextCache()
-_PROFILE_PAIRS: dict[tuple, set[str]] = {}
+def _opening_pairs(kb, tenant: str, doc) -> set[str]:
+    return _initial_pairs(" ".join([doc.filename.replace("_", " ")] + opening_passages(kb, tenant, doc)))
+
+
+FULL_TEXT = DocCache(_full_text_words, limit=500)
+OPENING_PAIRS = DocCache(_opening_pairs, limit=2000)
 
 
 @dataclass
@@ -156,23 +146,10 @@ class CompanyScope:
 
 
 def _profile(kb, tenant: str, doc) -> set[str]:
-    from app.agent.scope import PROFILES
-
-    toks = set(PROFILES.profile(kb, tenant, doc))
-    key = (tenant, doc.id, doc.version, doc.content_hash)
-    if key not in _PROFILE_PAIRS:
-        if len(_PROFILE_PAIRS) > 2000:
-            _PROFILE_PAIRS.clear()
-        opening, n = [doc.filename.replace("_", " ")], 0
-        for p in kb.document_passages(tenant, doc.id):
-            opening.append(p.text)
-            n += len(p.text)
-            if n >= 2500:
-                break
-        _PROFILE_PAIRS[key] = _initial_pairs(" ".join(opening))
+    toks = set(PROFILES.get(kb, tenant, doc))
     stem = re.sub(r"\.[A-Za-z0-9]+$", "", doc.filename or "")
     parts = {p for t in toks if "." in t for p in t.split(".") if p}  # "amazon.com" names Amazon
-    return toks | parts | _PROFILE_PAIRS[key] | {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
+    return toks | parts | OPENING_PAIRS.get(kb, tenant, doc) | {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
 
 
 def _file_words(filename: str) -> set[str]:
@@ -228,7 +205,7 @@ def company_scope(kb, tenant: str, question: str, doc_ids: Optional[list[str]] =
             matched += [d for d in ids if d not in matched]
             names.append(m.text)
             continue
-        if m.possessive or not any(_named_by(m, FULL_TEXT.words(kb, tenant, d)) for d in docs):
+        if m.possessive or not any(_named_by(m, FULL_TEXT.get(kb, tenant, d)) for d in docs):
             missing.append(m.text)
     if matched and len(matched) == len(docs) and not missing:  # every document is about it: nothing narrowed
         return CompanyScope(found, None, [], names)

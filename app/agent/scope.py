@@ -13,6 +13,7 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 PROFILE_CHARS = 2500  # the opening of a document: title, preamble, parties, date
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'.-]*[A-Za-z0-9]|[A-Za-z0-9]")
@@ -49,31 +50,45 @@ class Scope:
     scores: dict[str, float]
 
 
-class ProfileCache:
-    """Per-document profile token sets, keyed by (doc_id, version, content hash)."""
+class DocCache:
+    """A per-document value computed once, keyed by (tenant, doc_id, version, content hash): a new version of
+    the document is a new key. ``limit``: entries kept before the cache is emptied (None: no bound)."""
 
-    def __init__(self):
+    def __init__(self, compute: Callable, limit: Optional[int] = None):
+        self._compute, self._limit = compute, limit
         self._lock = threading.Lock()
-        self._profiles: dict[tuple, set[str]] = {}
+        self._values: dict[tuple, object] = {}
 
-    def profile(self, kb, tenant: str, doc) -> set[str]:
+    def get(self, kb, tenant: str, doc):
         key = (tenant, doc.id, doc.version, doc.content_hash)
         with self._lock:
-            if key in self._profiles:
-                return self._profiles[key]
-        text, n = [re.sub(r"[_\-.]+", " ", doc.filename)], 0
-        for p in kb.document_passages(tenant, doc.id):
-            text.append(p.text)
-            n += len(p.text)
-            if n >= PROFILE_CHARS:
-                break
-        toks = {w for w in words(" ".join(text)) if w not in STOP}
+            if key in self._values:
+                return self._values[key]
+        value = self._compute(kb, tenant, doc)
         with self._lock:
-            self._profiles[key] = toks
-        return toks
+            if self._limit is not None and len(self._values) > self._limit:
+                self._values.clear()
+            self._values[key] = value
+        return value
 
 
-PROFILES = ProfileCache()
+def opening_passages(kb, tenant: str, doc) -> list[str]:
+    """The document's first passages, up to PROFILE_CHARS characters: title, preamble, parties, date."""
+    out, n = [], 0
+    for p in kb.document_passages(tenant, doc.id):
+        out.append(p.text)
+        n += len(p.text)
+        if n >= PROFILE_CHARS:
+            break
+    return out
+
+
+def _profile_tokens(kb, tenant: str, doc) -> set[str]:
+    text = [re.sub(r"[_\-.]+", " ", doc.filename)] + opening_passages(kb, tenant, doc)
+    return {w for w in words(" ".join(text)) if w not in STOP}
+
+
+PROFILES = DocCache(_profile_tokens)  # per-document profile token sets
 
 
 def split_naming(question: str) -> tuple[str, str]:
@@ -133,7 +148,7 @@ def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -
     query = asking if naming else question
     if len(docs) <= 1 or not tokens:
         return Scope(list(doc_ids) if doc_ids else None, _strip_names(query, set()), naming, {})
-    profiles = {d.id: PROFILES.profile(kb, tenant, d) for d in docs}
+    profiles = {d.id: PROFILES.get(kb, tenant, d) for d in docs}
     df = Counter(t for p in profiles.values() for t in tokens & p)
     n = len(docs)
     weight = {t: math.log((n + 1) / (df[t] + 0.5)) for t in tokens if df[t]}
