@@ -16,8 +16,10 @@ from app.agent.bi_ground import (RowMatch, best_col, col_for_period, distinct_ro
 from app.agent.bi_grounding import grounding_doubts
 from app.agent.bi_count import count_program
 from app.agent.bi_instructions import read
+from app.agent.bi_metric_program import MetricProgram, plan_metric
+from app.agent.bi_metrics import metric_for
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
-from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period  # noqa: F401 (re-exported)
+from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
 from app.agent.bi_program import Operand, Program
 from app.agent.bi_question import ParsedQuestion, entity_text, parse_question
 from app.agent.bi_table import Col, Row, TableView
@@ -31,7 +33,7 @@ _VIEWS: dict = {}
 
 @dataclass
 class PlanResult:
-    program: Optional[Program]
+    program: Optional[Program | MetricProgram]
     reason: str  # why there is no program (or "ok")
     scope: str = ""
     tried: list[str] = field(default_factory=list)
@@ -54,7 +56,20 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
         encode = vector_cache(kb.embedder).encode
     vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
+    metric, mwhy = metric_for(question), ""
+    if metric is not None and metric.defined:  # the question's own formula, over the filing's statements
+        mprog, mwhy = _metric(question, rd, metric, views, encode)
+        if mprog is not None:
+            return PlanResult(mprog, "ok", why, [f"metric {metric.name}"])
+        if not _single_table_formula(metric):
+            return PlanResult(None, mwhy, why, [f"metric {metric.name}: {mwhy}"])
     best, tried = _best_program(views, pq, rd.statements, vcache, encode)
+    if metric is not None and not metric.defined and (best is None or not best.grounded
+                                                      or best.confidence < CONFIDENT):
+        mprog, mwhy = _metric(question, rd, metric, views, encode)  # the usual definition of the metric named
+        tried.append(f"metric {metric.name}: {mwhy}")
+        if mprog is not None and mprog.grounded:
+            return PlanResult(mprog, "ok", why, tried)
     if rd.fallback and (best is None or not best.grounded):  # "current ratio": its usual definition
         alt, alt_tried = _best_program(views, parse_question(rd.fallback), rd.statements, vcache, encode)
         tried += alt_tried
@@ -62,13 +77,28 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
             alt.notes.append(f"{rd.definition} (the usual definition)")
             best = alt
     if best is None:
-        return PlanResult(None, "no table in scope has the rows and periods the question names", why, tried)
+        return PlanResult(None, mwhy or "no table in scope has the rows and periods the question names", why, tried)
     if best.confidence < CONFIDENT:
         return PlanResult(None, f"not confident ({best.confidence:.2f}) that {best.table.title!r} answers it",
                           why, tried)
     if hard_doubt(best):  # a period asked that the program does not read, or row and words both in doubt
         return PlanResult(None, f"{best.table.title!r} does not answer it: {'; '.join(best.doubts)}", why, tried)
     return PlanResult(best, "ok", why, tried)
+
+
+def _metric(question: str, rd, metric, views, encode) -> tuple[Optional[MetricProgram], str]:
+    by_doc: dict = {}
+    for v in views:
+        by_doc.setdefault(v.info.doc_id, []).append(v)
+    return plan_metric(question, metric, by_doc, periods_in(rd.question), rd.statements, encode)
+
+
+def _single_table_formula(metric) -> bool:
+    """A defined ratio of two line items: the single-table planner may still read it (one table)."""
+    from app.agent.bi_formula import Bin, Term
+    t = metric.formulas[0]
+    return isinstance(t, Bin) and t.op == "/" and isinstance(t.left, Term) and isinstance(t.right, Term) \
+        and t.left.agg == t.right.agg == "value"
 
 
 def hard_doubt(prog: Program) -> bool:

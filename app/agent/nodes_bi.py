@@ -16,6 +16,7 @@ from app import prompts
 from app.agent.bi_catalog import tables_in_scope
 from app.agent.bi_format import answer_text, column_title, lookup_text  # noqa: F401 (re-exported)
 from app.agent.bi_planner import PlanResult, plan_question
+from app.agent.bi_metric_program import answer_text as metric_answer_text
 from app.agent.bi_units import asked_scale
 from app.agent.bi_program import ARITHMETIC, Program, fmt
 from app.agent.state import AgentDeps, AgentState
@@ -122,7 +123,25 @@ def make_bi_node(deps: AgentDeps):
                 "chart": None, "citations": table_citation(deps.kb, state["tenant"], table, []),
                 "supported": False}
 
+    def run_metric(state: AgentState, prog) -> Optional[dict]:
+        sql = prog.sql()
+        result = deps.kb.run_sql(state["tenant"], sql)
+        rows = [list(r) for r in result.rows]
+        columns = list(result.columns)
+        expected = prog.evaluate()
+        if not rows or expected is None or rows[0][0] is None or abs(rows[0][0] - expected) > 1e-6 * max(1.0, abs(expected)):
+            return None  # the SQL did not compute what the program says
+        text = metric_answer_text(prog, rows[0][0], sql, asked_scale(state["question"]))
+        citations = []
+        for t in prog.tables:
+            needles = list(dict.fromkeys(leaf.row.label for leaf in prog.all_leaves if leaf.table is t))
+            citations += table_citation(deps.kb, state["tenant"], t, needles)
+        return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text, "chart": None,
+                "citations": citations, "supported": prog.grounded}
+
     def run_program(state: AgentState, prog: Program) -> Optional[dict]:
+        if getattr(prog, "kind", "") == "metric":
+            return run_metric(state, prog)
         sql = prog.sql()
         result = deps.kb.run_sql(state["tenant"], sql)
         rows = [list(r) for r in result.rows]

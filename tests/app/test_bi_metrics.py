@@ -1,0 +1,102 @@
+"""Financial metrics over two statements (issue #13): a definition the question spells out or the library's
+standard one, each operand grounded to a row and period column of one filing's statement tables, the formula
+stated with every operand's value, row and page. Real HTML filings ingested through the real KnowledgeBase,
+answers from the real BI node over real SQLite tables."""
+from __future__ import annotations
+
+import pytest
+
+from app_test_helpers import ask_bi, bi_env  # tests/app/app_test_helpers.py
+
+TENANT = "bi-metrics"
+
+ACME = """<html><body><h1>Acme Corp annual report 2019</h1>
+<p>Consolidated statements of operations (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th><th>2017</th></tr>
+<tr><td>Net sales</td><td>1,200.0</td><td>1,000.0</td><td>900.0</td></tr>
+<tr><td>Cost of sales</td><td>700.0</td><td>650.0</td><td>600.0</td></tr>
+<tr><td>Gross profit</td><td>500.0</td><td>350.0</td><td>300.0</td></tr>
+<tr><td>Operating income</td><td>300.0</td><td>180.0</td><td>160.0</td></tr>
+<tr><td>Interest expense</td><td>(20.0)</td><td>(18.0)</td><td>(15.0)</td></tr>
+<tr><td>Income before income taxes</td><td>280.0</td><td>162.0</td><td>145.0</td></tr>
+<tr><td>Provision for income taxes</td><td>(70.0)</td><td>(40.0)</td><td>(36.0)</td></tr>
+<tr><td>Net income</td><td>210.0</td><td>122.0</td><td>109.0</td></tr>
+</table>
+<p>Consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>December 31, 2019</th><th>December 31, 2018</th></tr>
+<tr><td>Cash and cash equivalents</td><td>150.0</td><td>120.0</td></tr>
+<tr><td>Accounts receivable, net</td><td>240.0</td><td>200.0</td></tr>
+<tr><td>Merchandise inventories</td><td>410.0</td><td>380.0</td></tr>
+<tr><td>Total current assets</td><td>860.0</td><td>700.0</td></tr>
+<tr><td>Total assets</td><td>2,400.0</td><td>2,100.0</td></tr>
+<tr><td>Accounts payable</td><td>300.0</td><td>280.0</td></tr>
+<tr><td>Total current liabilities</td><td>500.0</td><td>470.0</td></tr>
+<tr><td>Total stockholders' equity</td><td>1,100.0</td><td>1,000.0</td></tr>
+</table>
+<p>Consolidated statements of cash flows (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th><th>2017</th></tr>
+<tr><td>Net income</td><td>210.0</td><td>122.0</td><td>109.0</td></tr>
+<tr><td>Depreciation and amortization</td><td>60.0</td><td>55.0</td><td>50.0</td></tr>
+<tr><td>Accounts payable</td><td>20.0</td><td>(10.0)</td><td>5.0</td></tr>
+<tr><td>Net cash provided by operating activities</td><td>330.0</td><td>190.0</td><td>170.0</td></tr>
+<tr><td>Purchases of property and equipment</td><td>(90.0)</td><td>(80.0)</td><td>(70.0)</td></tr>
+<tr><td>Net cash used in investing activities</td><td>(95.0)</td><td>(85.0)</td><td>(72.0)</td></tr>
+<tr><td>Dividends paid</td><td>(42.0)</td><td>(40.0)</td><td>(38.0)</td></tr>
+<tr><td>Net cash used in financing activities</td><td>(205.0)</td><td>(95.0)</td><td>(90.0)</td></tr>
+</table></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    yield from bi_env(tmp_path_factory, TENANT, "ACME_2019_10K.html", ACME, 3)
+
+
+def ask(env, question):
+    return ask_bi(env, TENANT, question)
+
+
+def head(out) -> str:
+    return out["answer"].splitlines()[0]
+
+
+def test_a_definition_over_two_statements_and_two_periods(env):
+    q = ("What is Acme's FY2019 days payable outstanding (DPO)? DPO is defined as: 365 * (average accounts payable "
+         "between FY2018 and FY2019) / (FY2019 COGS + change in inventory between FY2018 and FY2019). Round your "
+         "answer to two decimal places. Address the question by using the line items and information shown within "
+         "the balance sheet and the P&L statement.")
+    out = ask(env, q)
+    # 365 * 290 / (700 + 30) = 145.00; accounts payable from the balance sheet, not the cash-flow change
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert head(out).endswith("= 145.00 days."), head(out)
+    assert "(300 + 280) / 2" in head(out) and "700 + (410 − 380)" in head(out)
+    rows = out["answer"].split("Rows used:")[1]
+    assert "Accounts payable (2019) 300, balance sheet" in rows and "Cost of sales (2019) 700, income statement" in rows
+    assert {c["page"] for c in out["citations"]} and len(out["citations"]) == 2  # one per statement used
+    assert "FROM" in out["sql"] and out["rows"][0][0] == pytest.approx(145.0)
+
+
+def test_library_definitions_when_the_question_only_names_the_metric(env):
+    out = ask(env, "What is Acme's FY2019 EBITDA margin? Calculate EBITDA using operating income and D&A (from the "
+                   "cash flow statement).")
+    assert out["supported"] is True and head(out).endswith("= 30.00%."), out  # (300 + 60) / 1,200 * 100
+    out = ask(env, "What was Acme's free cash flow in FY2018?")
+    assert out["supported"] is True and "190 − 80 = 110.00" in head(out), out  # capex printed (80.0): its size
+    out = ask(env, "What is Acme's FY2019 inventory turnover ratio?")
+    assert head(out).endswith("= 1.77."), out  # 700 / ((410 + 380) / 2)
+    out = ask(env, "What was Acme's effective tax rate in 2019? Round to one decimal place.")
+    assert head(out).endswith("= 25.0%."), out
+    out = ask(env, "What is Acme's FY2019 return on equity (ROE)?")
+    assert head(out).endswith("= 0.20."), out  # 210 / 1,050
+
+
+def test_an_operand_the_statements_do_not_have_is_named_and_nothing_is_supported(env):
+    q = ("What is Acme's FY2019 cash burn multiple? Cash burn multiple is defined as: net burn / net new "
+         "subscription revenue.")
+    out = ask(env, q)
+    assert out["route"] == "rag" and "net burn" in out["fallback"], out
+    # a period the statements do not have
+    out = ask(env, "What is Acme's FY2016 days sales outstanding (DSO)?")
+    assert out["route"] == "rag" or out["supported"] is False, out
