@@ -14,6 +14,7 @@ import torch
 
 from engine.block_manager import BlockManager
 from engine.detokenizer import IncrementalText
+from engine.kernels.cpu_prefill_attention import bf16_prefill
 from engine.model_runner import ModelRunner
 from engine.planner import GIB, size_pools
 from engine.sampling import SamplingParams
@@ -82,6 +83,8 @@ class LLMEngine:
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
                                   config.kv_dtype, config.kernels, config.max_num_seqs, config.max_model_len,
                                   config.decode_graphs, spec_tokens)
+        # bf16 prefill attention where the prefill GEMMs round to bf16 anyway (int4 weights) and the pool is bf16
+        self.runner.ctx.prefill_bf16 = bf16_prefill(self.model)
         blocks = BlockManager(pools.num_kv_blocks, config.block_size)
         self.scheduler = Scheduler(
             SchedulerConfig(config.max_num_seqs, config.chunk_tokens, config.max_waiting, config.max_model_len),

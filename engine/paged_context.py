@@ -32,8 +32,10 @@ def kv_torch_dtype(name: str) -> torch.dtype:
 
 LONG_CONTEXT = 2048  # past this many keys, attention that would copy the past runs block by block
 FLASH_LONG_PREFILL = True  # on CPU, those blocks go through torch's flash kernel (False: the Python softmax)
-# opt-in: with a bf16 pool, long-prefill attention computes in bf16 on the pool's view (q and probabilities
-# rounded to bf16; ~2.7x faster attention on CPUs with AMX/AVX512-BF16) instead of fp32 over upcast copies
+# with a bf16 pool, CPU prefill chunks (more than FOLD_ROWS tokens) compute attention in bf16 on the pool's view
+# (q and probabilities rounded to bf16; ~2.7x faster on CPUs with AMX/AVX512-BF16) instead of fp32 over upcast
+# copies: per context where its prefill GEMMs are bf16 anyway (PagedContext.prefill_bf16, set by the engine),
+# everywhere when this is True
 LONG_PREFILL_BF16 = False
 KEY_BLOCK = 1024
 
@@ -127,6 +129,7 @@ class PagedContext:
     def __init__(self, kv: KVPool, states: StatePool, ops=None):
         from engine.kernels import DEFAULT
         self.kv, self.states, self.ops = kv, states, ops or DEFAULT
+        self.prefill_bf16 = False  # bf16 prefill attention on a bf16 pool (LONG_PREFILL_BF16; engine/llm_engine.py)
         self.spans: list[SeqSpan] = []
         self.block_tables: Optional[torch.Tensor] = None  # [B, max_blocks] int32 on the device (batched decode)
         self.seq_lens: Optional[torch.Tensor] = None
@@ -236,18 +239,20 @@ class PagedContext:
 
         s, r = self.spans[i], self.read[i]
         q_seq, S = q[s.start:s.start + s.length], s.past_len + s.length
-        in_place = isinstance(r, slice) and store == q.dtype and s.length == 1
-        if S <= LONG_CONTEXT or in_place:  # short, or a decode over a view: SDPA reads the pool directly
-            return causal_attention(q_seq, past(kc, r), past(vc, r), scale, s.past_len, sliding_window)
 
         def load(a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
             part = slice(r.start + a, r.start + b) if isinstance(r, slice) else r[a:b]
             return past(kc, part), past(vc, part)
 
-        if sliding_window is None and q.device.type == "cpu" and FLASH_LONG_PREFILL:  # parts merged by LSE
+        cpu_flash = sliding_window is None and q.device.type == "cpu" and FLASH_LONG_PREFILL
+        if (cpu_flash and (self.prefill_bf16 or LONG_PREFILL_BF16) and store == torch.bfloat16 and not fp8
+                and isinstance(r, slice) and s.length > FOLD_ROWS):  # bf16 flash parts on the pool's view
+            return prefix_flash_attention(q_seq.to(store), load, s.past_len, scale, whole_past=True).to(q.dtype)
+        in_place = isinstance(r, slice) and store == q.dtype and s.length == 1
+        if S <= LONG_CONTEXT or in_place:  # short, or a decode over a view: SDPA reads the pool directly
+            return causal_attention(q_seq, past(kc, r), past(vc, r), scale, s.past_len, sliding_window)
+        if cpu_flash:  # parts merged by LSE
             view = isinstance(r, slice) and store == q.dtype
-            if LONG_PREFILL_BF16 and store == torch.bfloat16 and isinstance(r, slice) and not fp8:
-                return prefix_flash_attention(q_seq.to(store), load, s.past_len, scale, whole_past=True).to(q.dtype)
             return prefix_flash_attention(q_seq, load, s.past_len, scale, whole_past=view)
         return blockwise_attention(q_seq, load, S, kc.shape[0], scale, s.past_len, sliding_window)
 

@@ -18,6 +18,20 @@ import torch
 FLASH_KEY_BLOCK = 8192
 
 
+def bf16_prefill(model) -> bool:
+    """Whether a CPU model's prefill already rounds every attention layer's q/k/v to bf16: its qkv projections
+    are int4-packed with a bf16 dense copy for long GEMMs (engine/layers/linear.py), or the model is bf16. Then
+    attention over a bf16 KV pool may compute in bf16 too (PagedContext.prefill_bf16), within the int4
+    path's tolerance of the fp32 path (docs/engine-serving-speed.md)."""
+    if model.device.type != "cpu":
+        return False
+    if model.dtype == torch.bfloat16:
+        return True
+    qkv = [b.mixer.qkv_proj for b in model.blocks if b.kind == "attention"]
+    return bool(qkv) and all(p.packed_kind == "int4" and p.packed_dtype == torch.bfloat16 and p.dense_packed is not None
+                             for p in qkv)
+
+
 def _flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool
            ) -> tuple[torch.Tensor, torch.Tensor]:
     """q [L, H, D], k/v [S, KV, D] (any strides) -> (out [1, H, L, D] fp32-or-q-dtype, lse [1, H, L] fp32)."""
