@@ -11,6 +11,9 @@ Mentions are read conservatively, because a false "not in the documents" hides a
 - a capitalised name after "for / of / did / does / at / to" ("for Microsoft", "did Costco have", "of JnJ")
   that is not a financial term (COGS, EBITDA, FY2019, Q2) and occurs nowhere in the documents in scope
   (a segment or product name such as "Software" is in the text).
+
+Among the named company's documents, a question naming a period or a form ("Q2 of FY2024", "FY2023", "the
+8-K dated ...") keeps only the filing that covers it (``filing_scope.narrow``).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from app.agent.filing_scope import narrow
 from app.agent.scope import PROFILES, DocCache, opening_passages
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
@@ -139,6 +143,7 @@ class CompanyScope:
     doc_ids: Optional[list[str]] = None  # documents about the named companies (None: nothing named/matched)
     missing: list[str] = field(default_factory=list)  # named companies no document in scope is about
     matched: list[str] = field(default_factory=list)  # mentions a document in scope is about
+    filing: str = ""  # why doc_ids were narrowed to the filing (period, form) the question names, "" if not
 
     @property
     def out_of_scope(self) -> bool:
@@ -207,6 +212,12 @@ def company_scope(kb, tenant: str, question: str, doc_ids: Optional[list[str]] =
             continue
         if m.possessive or not any(_named_by(m, FULL_TEXT.get(kb, tenant, d)) for d in docs):
             missing.append(m.text)
+    filing = ""
+    if matched:  # the company's filing for the period or form the question names (filing_scope)
+        by_id = {d.id: d for d in docs}
+        kept, filing = narrow(kb, tenant, question, [by_id[d] for d in matched])
+        if filing:
+            return CompanyScope(found, [d.id for d in kept], missing, names, filing)
     if matched and len(matched) == len(docs) and not missing:  # every document is about it: nothing narrowed
         return CompanyScope(found, None, [], names)
     return CompanyScope(found, matched or None, missing, names)
