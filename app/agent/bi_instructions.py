@@ -21,6 +21,8 @@ STATEMENTS = [
 INSTRUCTION = re.compile(
     r"^\s*(?:please\s+)?(?:answer|state|round|base|provide|address|calculate what|give|respond|report|express|"
     r"use|using|utili[sz]e|we want|help us|assume|note|show|only|do not|don't|compute|calculate)\b", re.I)
+# "If gross margins are not a relevant metric for a company like this, then please state that and explain why."
+CONDITIONAL = re.compile(r"^\s*if\b[^?]*\b(?:please|state|explain|say|note)\b", re.I)
 LEADING = re.compile(r"^\s*(?:considering|using|based on|basing|according to|looking at)\b[^,?]*,\s*",
                      re.I)
 HERE = re.compile(r"^.*\bhere(?:'|’)?s the question\s*:\s*", re.I | re.S)
@@ -75,7 +77,7 @@ def read(question: str) -> Read:
         if m:
             definition = f"{m['name'] or m['name2']} = {m['expr'] or m['expr2']}".strip()
             continue
-        if INSTRUCTION.match(s) and "?" not in s:
+        if (INSTRUCTION.match(s) or CONDITIONAL.match(s)) and "?" not in s:
             continue
         kept.append(LEADING.sub("", s))
     core = " ".join(kept) or text

@@ -89,18 +89,6 @@ class MetricProgram:
         return None
 
     # ---- SQL ----------------------------------------------------------------------------------------
-    def _aliases(self) -> dict[tuple, str]:
-        keys = []
-        for leaf in self.all_leaves:
-            k = (leaf.table.sql_name, leaf.cell.row_num)
-            if k not in keys:
-                keys.append(k)
-        return {k: f"r{i + 1}" for i, k in enumerate(keys)}
-
-    def _ref(self, leaf: Leaf, alias: dict) -> str:
-        r = f"{alias[(leaf.table.sql_name, leaf.cell.row_num)]}.{q(leaf.cell.column)}"
-        return f"ABS({r})" if leaf.absolute else r
-
     def _sql_expr(self, node: Node, alias: dict) -> str:
         if isinstance(node, Num):
             return repr(float(node.value))
@@ -108,7 +96,7 @@ class MetricProgram:
             ls = self.leaves.get(id(node))
             if not ls:
                 return "0.0"
-            refs = [self._ref(leaf, alias) for leaf in ls]
+            refs = [cell_ref(leaf, alias) for leaf in ls]
             if node.agg == "average":
                 return f"(({' + '.join(refs)}) / {float(len(refs))})"
             if node.agg == "change":
@@ -122,12 +110,11 @@ class MetricProgram:
         raise ValueError(node)
 
     def sql(self) -> str:
-        alias = self._aliases()
-        froms = ", ".join(f"{q(t)} {a}" for (t, _), a in alias.items())
-        where = " AND ".join(f"{a}.row_num = {r}" for (_, r), a in alias.items())
-        cols = ", ".join(f"{alias[(leaf.table.sql_name, leaf.cell.row_num)]}.{q(leaf.cell.column)}"
-                         for leaf in self.all_leaves)
-        return f"SELECT {self._sql_expr(self.tree, alias)} AS value, {cols} FROM {froms} WHERE {where}"
+        alias = aliases(self.all_leaves)
+        return select_sql([(self._sql_expr(self.tree, alias), "value")], self.all_leaves, alias)
+
+    def answer(self, value: float, sql: str, asked_scale: Optional[str] = None) -> str:
+        return answer_text(self, value, sql, asked_scale)
 
     # ---- text ---------------------------------------------------------------------------------------
     def with_values(self, node: Optional[Node] = None) -> str:
@@ -164,6 +151,30 @@ class MetricProgram:
             return s + "%"
         again = restated(value, u, asked_scale) if self.metric.unit == "amount" else ""
         return s + (f" {u}" if u else "") + again
+
+
+def aliases(leaves: list[Leaf]) -> dict[tuple, str]:
+    """One alias per physical row read: (table, row_num) -> r1, r2, ..."""
+    keys: list[tuple] = []
+    for leaf in leaves:
+        k = (leaf.table.sql_name, leaf.cell.row_num)
+        if k not in keys:
+            keys.append(k)
+    return {k: f"r{i + 1}" for i, k in enumerate(keys)}
+
+
+def cell_ref(leaf: Leaf, alias: dict) -> str:
+    r = f"{alias[(leaf.table.sql_name, leaf.cell.row_num)]}.{q(leaf.cell.column)}"
+    return f"ABS({r})" if leaf.absolute else r
+
+
+def select_sql(exprs: list[tuple[str, str]], leaves: list[Leaf], alias: dict) -> str:
+    """One read-only statement: the computed values first (``value`` first of all), then every cell read."""
+    froms = ", ".join(f"{q(t)} {a}" for (t, _), a in alias.items())
+    where = " AND ".join(f"{a}.row_num = {r}" for (_, r), a in alias.items())
+    cols = ", ".join(f"{alias[(leaf.table.sql_name, leaf.cell.row_num)]}.{q(leaf.cell.column)}" for leaf in leaves)
+    head = ", ".join(f"{e} AS {q(n)}" for e, n in exprs)
+    return f"SELECT {head}, {cols} FROM {froms} WHERE {where}"
 
 
 def leaf_line(leaf: Leaf) -> str:

@@ -12,7 +12,8 @@ PERIOD_COLUMN_NAMES = {"year", "period", "quarter", "fiscal_year", "fy", "date",
 YEAR4 = r"(?:19|20)\d\d"
 MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
 _NAME = re.compile(r"^(?:(?P<fy>fy)_?|y|q(?P<q>[1-4])_?)?(?P<year>(?:19|20)\d\d)$")
-_Q = re.compile(rf"\bq(?P<q>[1-4])\s*(?:of\s+|fy\s*|'|’)?(?P<year>{YEAR4}|\d\d)?\b", re.I)
+_Q = re.compile(rf"\bq(?P<q>[1-4])\s*(?:of\s+(?:the\s+)?)?(?:(?:fy|fiscal(?:\s+year)?)\s*'?|'|’)?\s*"
+                rf"(?P<year>{YEAR4}|\d\d)?\b", re.I)
 _QUARTER_WORD = re.compile(rf"\b(?P<n>first|second|third|fourth)\s+quarter(?:\s+of)?\s*(?:fiscal\s+)?(?P<year>{YEAR4})?",
                            re.I)
 _FY = re.compile(rf"\b(?:fy\s*'?|f'?)(?P<year>{YEAR4}|\d\d)\b", re.I)

@@ -17,6 +17,7 @@ from app.agent.bi_grounding import grounding_doubts
 from app.agent.bi_count import count_program
 from app.agent.bi_instructions import read
 from app.agent.bi_metric_program import MetricProgram, plan_metric
+from app.agent.bi_metric_series import plan_series, series_kind
 from app.agent.bi_metrics import metric_for
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
 from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
@@ -57,8 +58,9 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
         encode = vector_cache(kb.embedder).encode
     vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
     metric, mwhy = metric_for(question), ""
-    if metric is not None and metric.defined:  # the question's own formula, over the filing's statements
-        mprog, mwhy = _metric(question, rd, metric, views, encode)
+    kind = series_kind(rd.question, periods_in(rd.question)) if metric is not None else None
+    if metric is not None and (metric.defined or kind == "consistency"):  # the question's own formula
+        mprog, mwhy = _metric(question, rd, metric, views, encode, kind)
         if mprog is not None:
             return PlanResult(mprog, "ok", why, [f"metric {metric.name}"])
         if not _single_table_formula(metric):
@@ -66,7 +68,7 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     best, tried = _best_program(views, pq, rd.statements, vcache, encode)
     if metric is not None and not metric.defined and (best is None or not best.grounded
                                                       or best.confidence < CONFIDENT):
-        mprog, mwhy = _metric(question, rd, metric, views, encode)  # the usual definition of the metric named
+        mprog, mwhy = _metric(question, rd, metric, views, encode, kind)  # the usual definition of the metric
         tried.append(f"metric {metric.name}: {mwhy}")
         if mprog is not None and mprog.grounded:
             return PlanResult(mprog, "ok", why, tried)
@@ -86,10 +88,13 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     return PlanResult(best, "ok", why, tried)
 
 
-def _metric(question: str, rd, metric, views, encode) -> tuple[Optional[MetricProgram], str]:
+def _metric(question: str, rd, metric, views, encode, kind: Optional[str]) -> tuple[Optional[MetricProgram], str]:
+    """The metric over one filing's statements: at the period asked, or over several years (``kind``)."""
     by_doc: dict = {}
     for v in views:
         by_doc.setdefault(v.info.doc_id, []).append(v)
+    if kind:
+        return plan_series(rd.question, metric, kind, by_doc, periods_in(rd.question), rd.statements, encode)
     return plan_metric(question, metric, by_doc, periods_in(rd.question), rd.statements, encode)
 
 

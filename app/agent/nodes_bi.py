@@ -16,7 +16,6 @@ from app import prompts
 from app.agent.bi_catalog import tables_in_scope
 from app.agent.bi_format import answer_text, column_title, lookup_text  # noqa: F401 (re-exported)
 from app.agent.bi_planner import PlanResult, plan_question
-from app.agent.bi_metric_program import answer_text as metric_answer_text
 from app.agent.bi_units import asked_scale
 from app.agent.bi_program import ARITHMETIC, Program, fmt
 from app.agent.state import AgentDeps, AgentState
@@ -131,7 +130,7 @@ def make_bi_node(deps: AgentDeps):
         expected = prog.evaluate()
         if not rows or expected is None or rows[0][0] is None or abs(rows[0][0] - expected) > 1e-6 * max(1.0, abs(expected)):
             return None  # the SQL did not compute what the program says
-        text = metric_answer_text(prog, rows[0][0], sql, asked_scale(state["question"]))
+        text = prog.answer(rows[0][0], sql, asked_scale(state["question"]))
         citations = []
         for t in prog.tables:
             needles = list(dict.fromkeys(leaf.row.label for leaf in prog.all_leaves if leaf.table is t))

@@ -100,3 +100,16 @@ def test_an_operand_the_statements_do_not_have_is_named_and_nothing_is_supported
     # a period the statements do not have
     out = ask(env, "What is Acme's FY2016 days sales outstanding (DSO)?")
     assert out["route"] == "rag" or out["supported"] is False, out
+
+
+def test_a_metric_over_several_years(env):
+    q = ("Are Acme's gross margins historically consistent (not fluctuating more than roughly 2% each year)? If gross "
+         "margins are not a relevant metric for a company like this, then please state that and explain why.")
+    out = ask(env, q)  # 33.3%, 35.0%, 41.7%: +1.7 then +6.7 points
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert head(out).startswith("No, the gross margin has not been consistent"), head(out)
+    assert "an increase of 6.7 percentage points between FY2018 and FY2019" in head(out)
+    out = ask(env, "What is the FY2017 - FY2019 3 year average net profit margin (as a %) for Acme?")
+    assert head(out).endswith("= 13.9%."), out  # (12.11 + 12.2 + 17.5) / 3, one decimal for a %
+    out = ask(env, "What is the change in Acme's operating margin from FY2018 to FY2019?")
+    assert "= 7.00 percentage points" in head(out) or "= 7.0 percentage points" in head(out), out
