@@ -17,6 +17,7 @@ from app.agent.bi_grounding import grounding_doubts
 from app.agent.bi_count import count_program
 from app.agent.bi_instructions import read
 from app.agent.bi_metric_program import MetricProgram, plan_metric
+from app.agent.bi_choice import choice_items, plan_choice
 from app.agent.bi_metric_series import plan_series, series_kind
 from app.agent.bi_metrics import metric_for
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
@@ -57,6 +58,10 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
         encode = vector_cache(kb.embedder).encode
     vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
+    if choice_items(rd.question):  # "among A, B and C, which is largest": each item grounded
+        cprog, cwhy = plan_choice(rd.question, _by_doc(views), periods_in(rd.question), rd.statements, encode)
+        if cprog is not None:
+            return PlanResult(cprog, "ok", why, ["choice"])
     metric, mwhy = metric_for(question), ""
     kind = series_kind(rd.question, periods_in(rd.question)) if metric is not None else None
     if metric is not None and (metric.defined or kind == "consistency"):  # the question's own formula
@@ -88,11 +93,16 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     return PlanResult(best, "ok", why, tried)
 
 
-def _metric(question: str, rd, metric, views, encode, kind: Optional[str]) -> tuple[Optional[MetricProgram], str]:
-    """The metric over one filing's statements: at the period asked, or over several years (``kind``)."""
+def _by_doc(views) -> dict:
     by_doc: dict = {}
     for v in views:
         by_doc.setdefault(v.info.doc_id, []).append(v)
+    return by_doc
+
+
+def _metric(question: str, rd, metric, views, encode, kind: Optional[str]) -> tuple[Optional[MetricProgram], str]:
+    """The metric over one filing's statements: at the period asked, or over several years (``kind``)."""
+    by_doc = _by_doc(views)
     if kind:
         return plan_series(rd.question, metric, kind, by_doc, periods_in(rd.question), rd.statements, encode)
     return plan_metric(question, metric, by_doc, periods_in(rd.question), rd.statements, encode)

@@ -113,3 +113,16 @@ def test_a_metric_over_several_years(env):
     assert head(out).endswith("= 13.9%."), out  # (12.11 + 12.2 + 17.5) / 3, one decimal for a %
     out = ask(env, "What is the change in Acme's operating margin from FY2018 to FY2019?")
     assert "= 7.00 percentage points" in head(out) or "= 7.0 percentage points" in head(out), out
+
+
+def test_which_of_the_listed_items_is_largest(env):
+    q = ("Among operations, investing, and financing activities, which brought in the most (or lost the least) cash "
+         "flow for Acme in FY2019?")
+    out = ask(env, q)
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert head(out).startswith("Operating activities (Net cash provided by operating activities) has the most in 2019"), head(out)
+    assert "investing activities: Net cash used in investing activities -95" in head(out)
+    from app.agent.bi_choice import choice_items
+    assert choice_items("Which of cost of sales, SG&A or R&D was the smallest expense in 2019?")[:2] == (
+        ["cost of sales", "SG&A", "R&D"], "min")
+    assert choice_items("What was the largest expense in 2019?") is None
