@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from app import prompts
 from app.agent.bi_catalog import tables_in_scope
-from app.agent.bi_format import answer_text, column_title, lookup_text  # noqa: F401 (re-exported)
+from app.agent.bi_format import answer_text, column_title, lookup_text, yes_no  # noqa: F401 (re-exported)
 from app.agent.bi_planner import PlanResult, plan_question
 from app.agent.bi_units import asked_scale
 from app.agent.bi_program import ARITHMETIC, Program, fmt
@@ -158,7 +158,7 @@ def make_bi_node(deps: AgentDeps):
             return None
         table = prog.table
         needles = list(dict.fromkeys(o.row.label for o in prog.operands))
-        text = answer_text(prog, value, sql, asked_scale(state["question"]))
+        text = yes_no(state["question"], prog, value) + answer_text(prog, value, sql, asked_scale(state["question"]))
         if not prog.grounded:  # stated as found, not supported
             text += "\nNot verified: " + "; ".join(prog.doubts) + "."
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,

@@ -126,3 +126,10 @@ def test_which_of_the_listed_items_is_largest(env):
     assert choice_items("Which of cost of sales, SG&A or R&D was the smallest expense in 2019?")[:2] == (
         ["cost of sales", "SG&A", "R&D"], "min")
     assert choice_items("What was the largest expense in 2019?") is None
+
+
+def test_a_yes_no_question_about_a_change_is_answered_yes_or_no_first(env):
+    out = ask(env, "Was there any drop in Acme's cash and cash equivalents between FY2018 and FY2019?")
+    assert head(out).startswith("No, there was an increase of 30 (25.0%) between 2018 and 2019."), head(out)
+    out = ask(env, "Did Acme's total assets increase between FY2018 and FY2019?")
+    assert head(out).startswith("Yes, there was an increase of 300 (14.3%)"), head(out)
