@@ -5,6 +5,8 @@ and bounding box in the page's own pdfplumber coordinates (points, origin top-le
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ingest.parsers import RawTable
 from ingest.table_detect import detect_borderless
 from ingest.table_layout import Layout, layout_text, page_layout
@@ -47,8 +49,17 @@ def _yearish(c) -> bool:
 def _ruled(page, number: int) -> list[RawTable]:
     if not (page.rects or page.lines):
         return []
+
+    def above(box) -> str:
+        return page.crop(box).extract_text() or ""
+
+    return ruled_raw_tables(page.find_tables(), above, float(page.width), number)
+
+
+def ruled_raw_tables(tables, text_in: Callable[[tuple], str], width: float, number: int) -> list[RawTable]:
+    """pdfplumber ``Table`` objects as RawTables: cleaned grids, the caption from the 60 pt above each."""
     out = []
-    for table in page.find_tables():
+    for table in tables:
         rows = table.extract()
         if len(rows) < 2 or max(len(r) for r in rows) < 2:
             continue
@@ -56,7 +67,7 @@ def _ruled(page, number: int) -> list[RawTable]:
         if len(rows[0]) < 2:
             continue
         top = table.bbox[1]
-        above = (page.crop((0, max(0, top - 60), page.width, top)).extract_text() or "") if top > 1 else ""
+        above = text_in((0, max(0, top - 60), width, top)) if top > 1 else ""
         lines = [ln.strip() for ln in above.splitlines() if ln.strip()]
         captions = [ln for ln in lines if not (ln.startswith("(") and ln.endswith(")"))]
         title = (captions or lines or [""])[-1]

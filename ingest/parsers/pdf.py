@@ -236,17 +236,78 @@ def _parse_with_pdfplumber(path: Path, tables: bool) -> ParsedDocument:
 
 
 def _ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int]) -> None:
-    """pdfplumber's table search on the pages ``numbers`` (1-based), within ``TABLE_BUDGET_S``."""
+    """The table search of the pages ``numbers`` (1-based), within ``TABLE_BUDGET_S``: pdfplumber's ruled-grid
+    search on edges and characters read with pypdfium2 (``ingest.table_ruled``), pdfplumber itself (pdfminer)
+    only for the pages pypdfium2 cannot give it."""
+    started = time.monotonic()
+    left = _pdfium_ruled_tables(path, parsed, numbers, started)
+    if left:
+        _plumber_ruled_tables(path, parsed, left, started)
+    parsed.tables.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
+
+
+def _over_budget(parsed: ParsedDocument, number: int, started: float) -> bool:
+    if time.monotonic() - started <= TABLE_BUDGET_S:
+        return False
+    parsed.warnings.append(f"table search stopped at page {number} (over {TABLE_BUDGET_S:.0f} s)")
+    return True
+
+
+def _add_page_tables(parsed: ParsedDocument, number: int, page_found, upright_text: str | None) -> None:
+    parsed.tables.extend(page_found)
+    if upright_text is not None:  # a sideways page: its text read upright
+        parsed.pages[number - 1] = Page(number, upright_text)
+
+
+def _pdfium_ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int], started: float) -> list[int]:
+    """The pages of ``numbers`` searched with pypdfium2; returns those left to pdfplumber."""
+    from ingest.table_ruled import pdfium_page_tables
+
+    try:
+        import pypdfium2 as pdfium
+
+        doc = pdfium.PdfDocument(str(path), password="")
+    except Exception:  # noqa: BLE001 - pdfium raises PdfiumError and others on damaged files
+        return numbers
+    left: list[int] = []
+    try:
+        for number in numbers:
+            if _over_budget(parsed, number, started):
+                return []
+            try:
+                page = doc[number - 1]
+            except Exception:  # noqa: BLE001
+                left.append(number)
+                continue
+            try:
+                got = pdfium_page_tables(page, number, MAX_TABLE_CHARS)
+            except ValueError:
+                parsed.warnings.append(f"page {number}: too many characters to search for tables")
+                continue
+            except Exception:  # noqa: BLE001 - this page only: pdfplumber reads it instead
+                log.warning("table search failed on page %d of %s", number, path.name, exc_info=True)
+                got = None
+            finally:
+                page.close()
+            if got is None:
+                left.append(number)
+            else:
+                _add_page_tables(parsed, number, *got)
+    finally:
+        doc.close()
+    return left
+
+
+def _plumber_ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int], started: float) -> None:
+    """pdfplumber's table search on the pages ``numbers`` (1-based)."""
     import pdfplumber
 
     from ingest.table_pdf import page_tables
 
-    started = time.monotonic()
     try:
         with pdfplumber.open(str(path), password="") as pdf:
             for number in numbers:
-                if time.monotonic() - started > TABLE_BUDGET_S:
-                    parsed.warnings.append(f"table search stopped at page {number} (over {TABLE_BUDGET_S:.0f} s)")
+                if _over_budget(parsed, number, started):
                     break
                 page = pdf.pages[number - 1]
                 if len(page.chars) > MAX_TABLE_CHARS:
@@ -258,10 +319,7 @@ def _ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int]) -> Non
                     log.warning("table search failed on page %d of %s", number, path.name, exc_info=True)
                     parsed.warnings.append(f"page {number}: table search failed ({type(exc).__name__})")
                     continue
-                parsed.tables.extend(page_found)
-                if upright_text is not None:  # a sideways page: its text read upright
-                    parsed.pages[number - 1] = Page(number, upright_text)
+                _add_page_tables(parsed, number, page_found, upright_text)
                 page.flush_cache()
     except Exception as exc:  # noqa: BLE001 - pdfminer raises many types on damaged files
         parsed.warnings.append(f"tables skipped: the PDF is partly damaged ({type(exc).__name__})")
-    parsed.tables.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
