@@ -46,15 +46,19 @@ def prefix_flash_attention(q: torch.Tensor, load: Callable[[int, int], tuple[tor
                            past_len: int, scale: float, whole_past: bool = False,
                            key_block: int = FLASH_KEY_BLOCK) -> torch.Tensor:
     """Causal attention of q [L, H, D] (positions past_len..past_len+L-1) over keys ``load(a, b)`` ->
-    k/v [b - a, KV, D]; ``whole_past``: load the past in one piece (a view that costs nothing to read)."""
-    L = q.shape[0]
+    k/v [b - a, KV, D]; ``whole_past``: load the past in one piece (a view that costs nothing to read).
+    Returns [L, H, D] in q's dtype, or, where parts were merged, fp32 (contiguous; callers cast)."""
+    L, H, D = q.shape
     step = past_len if whole_past else key_block
     parts = [_flash(q, *load(past_len, past_len + L), scale, causal=True)]
     for a in range(0, past_len, max(1, step)):
         parts.append(_flash(q, *load(a, min(past_len, a + step)), scale, causal=False))
     if len(parts) == 1:
         return parts[0][0][0].transpose(0, 1)
-    lse = torch.stack([p[1] for p in parts])  # [P, 1, H, L]
-    w = torch.softmax(lse, dim=0)  # each part's share of the total mass
-    out = sum(p[0].float() * w[i][..., None] for i, p in enumerate(parts))
-    return out[0].transpose(0, 1).to(q.dtype)
+    w = torch.softmax(torch.stack([p[1] for p in parts]), dim=0)[..., None]  # [P, 1, H, L, 1]: each part's share
+    out = torch.empty(L, H, D, dtype=torch.float32, device=q.device)
+    acc = out.transpose(0, 1)[None]  # [1, H, L, D], written in out's token-major layout
+    torch.mul(parts[0][0], w[0], out=acc)
+    for p, wp in zip(parts[1:], w[1:]):
+        acc.addcmul_(p[0], wp)
+    return out

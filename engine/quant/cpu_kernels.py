@@ -14,6 +14,11 @@ fp32 weights (SmolLM2-135M: ~97 MB instead of ~538 MB).
 
 The kernel's fast path takes bf16 activations (fp32 / fp16 ones run a reference loop 10-100x slower), so
 ``__call__`` rounds the input to bf16 and returns the input's dtype.
+
+``GatedPrefill``: a gated MLP's ``silu(x Wg^T) * (x Wu^T)`` for long GEMMs (prefill chunks) on two oneDNN-packed
+bf16 halves of an int4 gate_up weight, the silu and the product in the GEMMs' epilogues: one pass writes the
+bf16 [M, I] product instead of a [M, 2I] GEMM output, its fp32 copy, silu, product and a bf16 copy again
+(2.6 vs 7.5-8.9 ms per SmolLM2 layer and 512 rows on one thread of this AMX Xeon).
 """
 from __future__ import annotations
 
@@ -112,3 +117,32 @@ class Int4Weight:
             x2 = torch.cat([x2, x2], dim=1)
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(x2, self.packed, BLOCK, self.scales_zeros)
         return y.view(*shape[:-1], self.out_features).to(x.dtype)
+
+
+class GatedPrefill:
+    """``silu(x Wg^T) * (x Wu^T)`` -> bf16 [M, I] on bf16 oneDNN copies of an ``Int4Weight`` [gate; up] (the same
+    values as Linear's dense copy: the kernel's own dequantization, rounded once to bf16)."""
+
+    def __init__(self, gate: torch.Tensor, up: torch.Tensor, nbytes: int):
+        self.gate, self.up, self.nbytes = gate, up, nbytes
+
+    @classmethod
+    def build(cls, weight: Int4Weight, intermediate: int) -> "GatedPrefill | None":
+        """None where oneDNN has no bf16 GEMM or the weight is not [gate; up] of ``intermediate`` rows each."""
+        if weight.out_features != 2 * intermediate or not torch.backends.mkldnn.is_available():
+            return None
+        try:
+            if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+                return None
+            dense = weight.dequantize(COMPUTE_DTYPE)
+            gate, up = (torch.ops.mkldnn._reorder_linear_weight(h.contiguous(), None) for h in dense.split(intermediate))
+            out = cls(gate, up, dense.numel() * dense.element_size())
+            probe = out(torch.ones(1, weight.in_features))
+        except (RuntimeError, AttributeError, NotImplementedError):  # a torch build without these oneDNN ops
+            return None
+        return out if probe.shape == (1, intermediate) else None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        xb = x.to(COMPUTE_DTYPE)
+        g = torch.ops.mkldnn._linear_pointwise(xb, self.gate, None, "swish", [], "")
+        return torch.ops.mkldnn._linear_pointwise.binary(xb, g, self.up, None, "mul")
