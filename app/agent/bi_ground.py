@@ -149,6 +149,8 @@ def col_for_period(view: TableView, p: Period, pq: ParsedQuestion) -> Optional[C
              and (p.quarter is None or c.period.quarter == p.quarter)]
     if p.quarter is None:
         cands = [c for c in cands if c.period.quarter is None] or cands
+    else:  # the quarter itself, not the six or nine months to its end
+        cands = [c for c in cands if getattr(c, "months", 0) in (0, 3)] or cands
     if not cands:
         return None
     return best_col(cands, pq)

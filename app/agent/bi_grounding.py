@@ -7,6 +7,8 @@ A program is grounded when
 - the question's item words are explained by the rows, columns and table title used (nothing asked left out);
 - every period the question asks is a column the program reads (or, for a table without period columns, is
   stated in its title or headers); a table with several periods and a question naming none is a guess;
+- the table's columns are read as printed: no header row inside the body above the rows used, no numbers
+  left in a text column (a "∆%" column read as a period column);
 - the table is from the document in scope (the planner only sees tables of the documents in scope, and a
   company the question names restricts that scope, ``company_scope``).
 Otherwise ``doubts`` says why and the answer is given as found, not supported.
@@ -73,4 +75,17 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
             doubts.append("the question names no period; the newest column was taken")
     if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
         doubts.append("a cell is empty")
+    doubts += layout_doubts(view, rows)
     return doubts
+
+
+def layout_doubts(view, rows: list) -> list[str]:
+    """The table's columns may not be what their headers say for these rows: a header row inside the body above
+    them, or numbers left in a text column (a period column holding its neighbour's "∆%" values)."""
+    out = []
+    if getattr(view, "misaligned", ""):
+        out.append(f"the table's columns may be misread: {view.misaligned}")
+    heads = [r.reheaded for r in rows if getattr(r, "reheaded", "")]
+    if heads:
+        out.append(f"a header row inside the table ({heads[0]!r}) stands above the row used")
+    return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from app.agent.bi_ground import RowMatch, col_for_period, match_rows
-from app.agent.bi_grounding import ROW_DENSE, ROW_LEX
+from app.agent.bi_grounding import ROW_DENSE, ROW_LEX, layout_doubts
 from app.agent.bi_metrics import CONCEPTS, concept_of
 from app.agent.bi_periods import Period
 from app.agent.bi_question import ParsedQuestion
@@ -73,7 +73,7 @@ def row_choices(views: list[TableView], item: str, statements: list[str],
     out = []
     for view in views:
         stmt = getattr(view.info, "statement", "") or ""
-        best: dict[int, tuple[float, bool]] = {}
+        best: dict[int, tuple] = {}
         for phrase in dict.fromkeys(phrases):
             for m in match_rows(view, _pq(phrase), encode):
                 if not m.matched:
@@ -119,6 +119,8 @@ def ground(views: list[TableView], item: str, periods: list[Period], statements:
     for c in choices:
         if not c.grounded:
             break
+        if layout_doubts(c.view, [c.row]):
+            continue
         leaves = [cell_at(c, p, item, absolute) for p in periods]
         if all(leaf is not None for leaf in leaves):
             return leaves, ""

@@ -17,6 +17,7 @@ from app.agent.bi_grounding import grounding_doubts
 from app.agent.bi_count import count_program
 from app.agent.bi_instructions import read
 from app.agent.bi_metric_program import MetricProgram, plan_metric
+from app.agent import bi_fiscal as fiscal
 from app.agent.bi_choice import choice_items, plan_choice
 from app.agent.bi_metric_series import plan_series, series_kind
 from app.agent.bi_metrics import metric_for
@@ -55,6 +56,8 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if len(_VIEWS) > 2000:
         _VIEWS.clear()
     views = load_views(kb, tenant, in_scope, _VIEWS)
+    for doc_views in _by_doc(views).values():  # "Q2 of FY2024": the filing's own fiscal calendar
+        fiscal.apply(doc_views)
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
         encode = vector_cache(kb.embedder).encode
     vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None

@@ -14,6 +14,9 @@ from typing import Any, Optional
 
 from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period, value_period
 
+# a header cell inside the body: a period or a unit/change heading ("2022 $ million", "currency ∆%", "Year ended")
+_HEADER_CELL = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)|∆|\bchange\b|%\s*$|\$\s*(?:million|thousand|billion)|"
+                          r"\b(?:months|years?) ended\b", re.I)
 TOTAL = re.compile(r"^\s*(total|net total|grand total|sum)\b|\btotals?\s*$", re.I)
 
 
@@ -31,6 +34,8 @@ class Col:
     period: Optional[Period]
     unit: str = ""
     percent: bool = False
+    end: str = ""  # the period's end date as the catalogue read it (ISO), "" unknown
+    months: int = 0  # 3, 6, 9, 12; 0 an instant ("as of") or unknown
 
 
 @dataclass
@@ -40,6 +45,8 @@ class Row:
     section: str = ""
     is_total: bool = False
     cells: dict[str, Cell] = field(default_factory=dict)  # Col.key -> Cell
+    reheaded: str = ""  # a header row inside the table above this row ("2022 $ million", "currency ∆%"): the
+    # columns' headers may not be this row's (a second table read as part of the first)
 
     @property
     def text(self) -> str:
@@ -54,6 +61,7 @@ class TableView:
     rows: list[Row]
     cols: list[Col]
     unit: str = ""
+    misaligned: str = ""  # why the columns' headers may not be their values' (numbers left in a text column)
 
     def col(self, key: str) -> Col:
         return next(c for c in self.cols if c.key == key)
@@ -106,15 +114,19 @@ def load_view(info, rows: list[list], columns: list[str]) -> Optional[TableView]
     if period_col is not None and not any(_col_period(c) for c in numeric):
         return _long_view(info, rows, idx, period_col, numeric, unit)
     label_col = text_cols[0].name if text_cols else None
-    cols = [Col(c.name, c.label or c.name, _col_period(c), c.unit or unit, c.unit == "%" or "%" in (c.label or ""))
-            for c in numeric]
-    out, section = [], ""
+    cols = [Col(c.name, c.label or c.name, _col_period(c), c.unit or unit, c.unit == "%" or "%" in (c.label or ""),
+                str(_meta(c, "period_end", "") or ""), int(_meta(c, "period_months", 0) or 0)) for c in numeric]
+    others = [c for c in text_cols if c.name != label_col]
+    out, section, reheaded = [], "", ""
     for r in rows:
         label = str(r[idx[label_col]]).strip() if label_col and r[idx[label_col]] is not None else ""
         meta = row_meta.get(r[idx["row_num"]])
         row_section = (meta.parent if meta is not None else "") or _meta_cell(r, idx, "section")
         cells = {c.name: Cell(r[idx["row_num"]], c.name, _num(r[idx[c.name]])) for c in numeric}
         if all(cell.value is None for cell in cells.values()):
+            heads = [str(r[idx[c.name]]) for c in others if _HEADER_CELL.search(str(r[idx[c.name]] or ""))]
+            if heads:
+                reheaded = heads[0]
             if label:
                 section = label.rstrip(":").strip()
             continue
@@ -123,8 +135,22 @@ def load_view(info, rows: list[list], columns: list[str]) -> Optional[TableView]
         total = meta.is_total if meta is not None else _meta_cell(r, idx, "is_total")
         is_total = bool(total) if total is not None else bool(TOTAL.search(label))
         out.append(Row(str(r[idx["row_num"]]), label, row_section or (section if not is_total else section),
-                       is_total, cells))
-    return TableView(info, "wide", label_col, out, cols, unit)
+                       is_total, cells, reheaded))
+    return TableView(info, "wide", label_col, out, cols, unit, _misaligned(others, rows, idx))
+
+
+_NUMBER_TEXT = re.compile(r"^\(?[-−]?\$?\s*\d[\d,]*(?:\.\d+)?\)?\s*%?$")
+
+
+def _misaligned(text_cols: list, rows: list, idx: dict) -> str:
+    """A text column (not the labels) that holds mostly numbers: the table reader split the columns elsewhere than
+    the headers, so a period column's values may belong to its neighbour (a "∆%" column read as "2023")."""
+    for c in text_cols:
+        filled = [str(r[idx[c.name]]).strip() for r in rows if r[idx[c.name]] not in (None, "")]
+        nums = [v for v in filled if _NUMBER_TEXT.match(v)]
+        if len(nums) >= 2 and len(nums) * 2 >= len(filled):
+            return f"numbers such as {nums[0]!r} stand in a text column ({c.label or c.name})"
+    return ""
 
 
 def _meta_cell(r, idx, name):

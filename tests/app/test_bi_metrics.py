@@ -133,3 +133,63 @@ def test_a_yes_no_question_about_a_change_is_answered_yes_or_no_first(env):
     assert head(out).startswith("No, there was an increase of 30 (25.0%) between 2018 and 2019."), head(out)
     out = ask(env, "Did Acme's total assets increase between FY2018 and FY2019?")
     assert head(out).startswith("Yes, there was an increase of 300 (14.3%)"), head(out)
+
+
+QUARTER = """<html><body><h1>Globex Corp quarterly report (Form 10-Q) for the quarter ended July 29, 2023</h1>
+<p>Condensed consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>July 29, 2023</th><th>January 28, 2023</th><th>July 30, 2022</th></tr>
+<tr><td>Cash and cash equivalents</td><td>1,093</td><td>1,874</td><td>840</td></tr>
+<tr><td>Merchandise inventories</td><td>5,651</td><td>5,140</td><td>6,043</td></tr>
+<tr><td>Total current assets</td><td>8,304</td><td>8,802</td><td>8,344</td></tr>
+</table>
+<p>Condensed consolidated statements of earnings (in millions)</p>
+<table>
+<tr><th></th><th>Three Months Ended July 29, 2023</th><th>Three Months Ended July 30, 2022</th>
+<th>Six Months Ended July 29, 2023</th><th>Six Months Ended July 30, 2022</th></tr>
+<tr><td>Revenue</td><td>9,583</td><td>10,329</td><td>19,050</td><td>20,976</td></tr>
+<tr><td>Cost of sales</td><td>7,355</td><td>7,975</td><td>14,642</td><td>16,190</td></tr>
+</table></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def quarter_env(tmp_path_factory):
+    yield from bi_env(tmp_path_factory, "bi-quarter", "GLOBEX_2024Q2_10Q.html", QUARTER, 2)
+
+
+def test_a_quarterly_filing_is_read_by_its_fiscal_calendar(quarter_env):
+    """'Q2 of FY2024' is the quarter that 'Six Months Ended July 29, 2023' closes; 'FY 2023' the year that ended
+    January 28, 2023; the quarter is the three-month column, not the six months to date."""
+    out = ask_bi(quarter_env, "bi-quarter", "Was there any drop in Cash & Cash equivalents between FY 2023 and Q2 of "
+                                             "FY2024?")
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert head(out).startswith("Yes, there was a decline of 781 (41.7%) between 2023 and Q2 2024."), head(out)
+    out = ask_bi(quarter_env, "bi-quarter", "What was the revenue in Q2 of FY2024?")
+    assert out["rows"] == [["Revenue", 9583.0]] and out["supported"] is True, out
+
+
+def test_a_table_whose_columns_are_misread_grounds_nothing():
+    """A real earnings release's table as the PDF reader left it (Amcor's FY2023 release, page 1): a second table's
+    header row ('2022 $ million', 'currency ∆%') inside the body and '∆%' values under the '2023' column; its
+    'EBITDA 2023: -5' must not be grounded."""
+    from app.agent.bi_grounding import layout_doubts
+    from app.agent.bi_table import load_view
+    from ingest.types import ColumnInfo, TableInfo
+
+    cols = [ColumnInfo("item", "TEXT", role="label"), ColumnInfo("col_2", "TEXT"),
+            ColumnInfo("y2022", "REAL", label="Twelve Months ended June 30, 2022", fiscal_year=2022),
+            ColumnInfo("y2023", "REAL", label="Twelve Months ended June 30, 2023", fiscal_year=2023),
+            ColumnInfo("col_5", "TEXT")]
+    info = TableInfo("t_x", "d", "AMCOR_2023Q4_EARNINGS.pdf", 1, "Net sales 14,544 14,694", cols, 6)
+    rows = [[1, "Net income", None, None, 805.0, "1,048"],
+            [2, None, "Twelve Months Ended June 30,", None, None, "Comparable"],
+            [3, "Adjusted non-GAAP results", "2022 $ million", None, None, "currency ∆%"],
+            [4, "Net sales", "14,544", 14694.0, 1.0, "—"],
+            [5, "EBITDA", "2,117", 2018.0, -5.0, "1"],
+            [6, "EBIT", "1,701", 1608.0, -5.0, "1"]]
+    view = load_view(info, rows, ["row_num", "item", "col_2", "y2022", "y2023", "col_5"])
+    ebitda = next(r for r in view.rows if r.label == "EBITDA")
+    assert ebitda.reheaded == "2022 $ million"
+    doubts = layout_doubts(view, [ebitda])
+    assert len(doubts) == 2 and "misread" in doubts[0] and "header row inside the table" in doubts[1], doubts
+    assert "misread" in layout_doubts(view, [view.rows[0]])[0]  # above the header row: the columns are still off
