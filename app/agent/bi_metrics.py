@@ -254,6 +254,8 @@ def metric_for(question: str) -> Optional[Metric]:
                 entry = _library_entry(name) or _library_entry(question.split(".")[0])
                 shown = entry[1] if entry and _key(entry[1]) == _key(name) or (entry and len(name) <= 6) else name
                 return Metric(shown, [tree], _unit_of(name + " " + question, expr), True)
+    if re.search(r"(?<!un)adjusted|non[- ]gaap|pro forma", question, re.I):
+        return None  # the company's own adjusted measure, not the standard definition over the statements
     entry = _library_entry(question)
     if entry is None:
         return None
