@@ -150,17 +150,18 @@ def _fiscal_year(body: str, period_end: Optional[date], quarter: Optional[int] =
     """The fiscal year a period belongs to. Its end implies one: the calendar year the fiscal year ends in
     (a quarter's end plus the quarters left: Amcor's quarter ended December 31, 2022 is Q2 of fiscal 2023).
     Companies that name a fiscal year after the year it begins in say so in their text ("fiscal 2022" for a
-    year ended January 29, 2023), so the year the text names most often within a year of the implied one wins
-    when it clearly does (the implied year's mentions count 1.5 times)."""
+    year ended January 29, 2023): a neighbouring year the text names at least 5 times and 3 times as often as
+    the implied one wins (a report names its prior years too, so a mere majority is not enough)."""
     counts = Counter(_year(m.group(1)) for m in FISCAL_MENTION.finditer(body))
     if period_end is None:
         return counts.most_common(1)[0][0] if counts else None
     end = period_end - timedelta(days=7)  # a 52/53-week period ends a few days into the next month
     months = end.year * 12 + end.month - 1 + 3 * (4 - quarter if quarter else 0)
     implied = months // 12
-    score = {y: counts.get(y, 0) * (1.5 if y == implied else 1.0) for y in (implied - 1, implied, implied + 1)}
-    best = max(score.values())
-    return implied if score[implied] == best else max(score, key=score.get)
+    other = max((implied - 1, implied + 1), key=lambda y: counts.get(y, 0))
+    if counts.get(other, 0) >= max(5, 3 * counts.get(implied, 0)):
+        return other  # the text clearly names the year otherwise
+    return implied
 
 
 def merge(name: Filing, text: Filing) -> Filing:
@@ -259,22 +260,30 @@ def match(ask: FilingAsk, f: Filing) -> Optional[float]:
     return s
 
 
-def narrow(kb, tenant: str, question: str, docs: list) -> tuple[list, str]:
-    """(the filings among ``docs`` the question names, why); ``docs`` unchanged when it names none of them."""
+STRONG = 4.0  # a quarter or a date matched: names one filing even among many companies'
+
+
+def narrow(kb, tenant: str, question: str, docs: list, min_best: float = 0.0) -> tuple[list, str]:
+    """(the filings among ``docs`` the question names, why); ``docs`` unchanged when it names none of them
+    (or, with ``min_best``, none matches that well)."""
     if len(docs) < 2:
         return docs, ""
     ask = ask_of(question)
     if not ask.names_any:
         return docs, ""
     scored = []
-    for d in docs:
-        f = FILINGS.get(kb, tenant, d)
+    filings = [(d, FILINGS.get(kb, tenant, d)) for d in docs]
+    if not all(f.form for _, f in filings):
+        return docs, ""  # not all of them are filings (contracts, notes): a period names none of them
+    for d, f in filings:
         s = match(ask, f)
         if s is not None:
             scored.append((s, d))
     if not scored:
         return docs, ""
     best = max(s for s, _ in scored)
+    if min_best and best < min_best:
+        return docs, ""
     if best <= 0:
         kept = [d for _, d in scored]  # only forms excluded
     else:

@@ -18,12 +18,14 @@ from langchain_core.runnables import RunnableConfig
 from app import prompts
 from app.agent import clause_types, scope as scope_mod
 from app.agent.clause_search import find_passages
+from app.agent.filing_subject import asks_subject, subject_answer
 from app.agent.grounding import clean_answer
 from app.agent.quotes import candidate_quotes
 from app.agent.repetition import guarded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
 from app.agent.text import content_words
 from app.agent.text_answer import FIGURE_ASKS, text_answer
+from app.agent.text_spans import ask_of, key_words
 from app.agent.verify import DATE, JURISDICTION, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
@@ -49,6 +51,10 @@ def make_rag_nodes(deps: AgentDeps):
     def answer_rag(state: AgentState, config: RunnableConfig) -> dict:
         question, ctype = state.get("search_query") or state["question"], state.get("clause_type")
         graded = state["graded"]
+        if asks_subject(state["question"]):  # "the key agenda of the 8-K": its first reporting item
+            found = subject_answer(_whole_document(deps, state, state.get("passages") or []))
+            if found:
+                return found
         if ctype is not None:  # a contract clause: the clause's own sentence(s), verified
             found = extractive_answer(ctype, question, graded[:ANSWER_PASSAGES])
             if found:
@@ -73,6 +79,14 @@ def make_rag_nodes(deps: AgentDeps):
         return {}  # answers carry their verified citations already (answer_rag, read_long)
 
     return retrieve, grade, answer_rag, no_support, cite
+
+
+def _whole_document(deps, state, passages: list[dict]) -> list[dict]:
+    """Every passage of the one document the retrieved passages come from (in order), else the passages."""
+    docs = list(dict.fromkeys(p["doc_id"] for p in passages[:ANSWER_PASSAGES]))
+    if len(docs) != 1:
+        return passages
+    return [passage_dict(p) for p in deps.kb.document_passages(state["tenant"], docs[0])] or passages
 
 
 def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
@@ -160,14 +174,15 @@ def _short(text: str, n: int = 200) -> str:
 
 
 def grade_passages(question: str, passages: list[dict]) -> list[dict]:
-    """Passages that share enough content words with the question, best first."""
-    words = content_words(question)
+    """Passages that share enough of the question's terms with it, best first (its key terms: periods, cue
+    and filler words out, spellings and synonyms folded, ``text_spans.key_words``)."""
+    words = ask_of(question).key or content_words(question)
     if not words:
         return []
     need = min(2, (len(words) + 1) // 2)  # one word for a one- or two-word question, else two
     scored = []
     for i, p in enumerate(passages):
-        overlap = len(words & content_words(f"{p.get('section') or ''} {p['text']}"))
+        overlap = len(words & key_words(f"{p.get('section') or ''} {p['text']}"))
         if overlap >= need:
             scored.append((-overlap, i, p))
     return [p for _, _, p in sorted(scored, key=lambda x: (x[0], x[1]))]

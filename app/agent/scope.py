@@ -24,6 +24,11 @@ NAMING_CUE = re.compile(r"\b(agreement|contract|between|dated|amendment|lease|li
                         re.I)
 BETWEEN = re.compile(r"\b(?:by and )?between\b.+?(?=[;:?]|,\s*(?:what|which|who|when|where|how|is|are|does|do|can|"
                      r"may|shall|will|has|have)\b|$)", re.I)
+PERIODS = re.compile(r"(?:by and )?between\s+(?:the\s+)?(?:end\s+of\s+(?:the\s+)?)?(?:(?:19|20)\d{2}\b|FY\s*'?\d{2,4}\b|"
+                     r"Q[1-4]|fiscal\b|(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter|(?:January|February|March|April|"
+                     r"May|June|July|August|September|October|November|December)\s+\d)", re.I)
+ENTITY_WORD = re.compile(r"\b(?:Inc|LLC|L\.L\.C|Ltd|Limited|Corp|Corporation|Company|Co|plc|LP|L\.P|LLP|GmbH|AG|S\.A|"
+                         r"B\.V|N\.V|Bank|Trust|Partners)\b\.?")
 DOC_PHRASE = re.compile(r"\bthe\s+((?:[A-Z0-9][\w&'.-]*\s+){0,8}(?:Agreement|Contract|Lease|License|Licence|NDA|"
                         r"Amendment|Plan|Note|Indenture|Memorandum))\b")
 STOP = set("""a an and are as at be by can could did do does for from has have how i if in into is it its may of on
@@ -102,6 +107,8 @@ def split_naming(question: str) -> tuple[str, str]:
         naming.append(parts[0])
         asking = parts[1]
     m = BETWEEN.search(asking)
+    if m and PERIODS.match(m.group(0)) and not ENTITY_WORD.search(m.group(0)):
+        m = None  # "between FY 2023 and Q2 of FY2024": two periods, not two parties
     if m and len(asking) - len(m.group(0)) > 10:
         naming.append(m.group(0))
         asking = (asking[:m.start()] + asking[m.end():]).strip()
@@ -128,22 +135,108 @@ def name_tokens(text: str, naming_part: bool) -> list[str]:
 
 
 def resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -> Scope:
-    """The documents the question is about; a company it names (``company_scope``) bounds the choice."""
-    scope = _resolve(kb, tenant, question, doc_ids)
-    from app.agent.company_scope import company_scope
+    """The documents the question is about; a company it names (``company_scope``) bounds the choice, and the
+    period or form it names (``filing_scope``) picks among that company's filings. The query keeps the
+    question's periods and topics; only the names of the chosen documents (file-name words, the company
+    named) are taken out."""
+    from app.agent.company_scope import company_scope, without_companies
 
+    scope = _resolve(kb, tenant, question, doc_ids)
     try:
         cs = company_scope(kb, tenant, question, doc_ids)
     except Exception:  # never blocks a question: the name-profile scope stands
         return scope
+    query = scope.query
+    if cs.matched:
+        stripped = without_companies(query, cs.matched)
+        query = stripped if len(words(stripped)) >= 2 else query
+    chosen = scope.doc_ids
+    named = None if chosen else _named_by_file_names(kb, tenant, question, doc_ids)
+    if not cs.filing:
+        chosen = _filing(kb, tenant, question, chosen or named, doc_ids)
+        if chosen == named and named and len(named) == len(_docs(kb, tenant, doc_ids)):
+            chosen = None  # the name is every document's: nothing narrowed
     if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
-        return Scope(list(cs.doc_ids), scope.query, scope.naming, scope.scores)
-    return scope
+        chosen = list(cs.doc_ids)
+    return Scope(chosen, _strip_file_names(kb, tenant, query, chosen or named), scope.naming, scope.scores)
+
+
+def _docs(kb, tenant: str, doc_ids: list[str] | None) -> list:
+    return [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]
+
+
+def _file_words(filename: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9&]+", filename.lower()) if len(w) > 1}
+
+
+def _names(query: str):
+    """(start, end, tokens) of the capitalised names of ``query``, question words at their head left out."""
+    for m in FILE_NAME.finditer(query):
+        parts = m.group(0).split()
+        while parts and (words(parts[0]) or ["?"])[0] in STOP | ASKING_HEAD:  # "What Was AMCOR's": the name only
+            parts = parts[1:]
+        text = " ".join(parts)
+        toks = [t for t in words(re.sub(r"['’]s?$", "", text)) if t not in STOP]
+        if toks and not any(_period_or_term(t) for t in toks):
+            yield (m.end() - len(text) if parts else m.end()), m.end(), toks
+
+
+def _named_in(toks: list[str], files: set[str]) -> bool:
+    return "".join(toks) in files or all(t in files for t in toks)
+
+
+def _named_by_file_names(kb, tenant: str, question: str, doc_ids: list[str] | None) -> list[str] | None:
+    """The documents whose file names carry a capitalised name of the question ("Northwind" for
+    northwind-q2.pdf, "Best Buy" for BESTBUY_2023_10K.pdf), None if none does."""
+    docs = _docs(kb, tenant, doc_ids)
+    if len(docs) < 2:
+        return None
+    names = [toks for _a, _b, toks in _names(question)]
+    hit = [d.id for d in docs if any(_named_in(toks, _file_words(d.filename)) for toks in names)]
+    return hit or None
+
+
+ASKING_HEAD = {"what", "which", "was", "were", "is", "are", "how", "did", "does", "do", "as", "for", "among"}
+FILE_NAME = re.compile(r"\b[A-Z][\w&.'’-]*(?:\s+[A-Z][\w&.'’-]*){0,3}")
+
+
+def _strip_file_names(kb, tenant: str, query: str, chosen: list[str] | None) -> str:
+    """The query without capitalised names the chosen documents' file names carry ("Best Buy's" for
+    BESTBUY_2023_10K.pdf): a name picks the document, it is no term a passage must contain."""
+    if not chosen:
+        return query
+    files: set[str] = set()
+    for d in kb.list_documents(tenant):
+        if d.id in chosen:
+            files |= _file_words(d.filename)
+    out = query
+    for start, end, toks in reversed(list(_names(query))):
+        if _named_in(toks, files):
+            out = out[:start] + out[end:]
+    out = re.sub(r"\s{2,}", " ", out).strip()
+    return out if len(words(out)) >= 2 else query
+
+
+def _filing(kb, tenant: str, question: str, chosen: list[str] | None, doc_ids: list[str] | None):
+    """Among several chosen documents, the filings for the period or form the question names; with none
+    chosen (no name matched), only a filing the question names by its quarter or date ("Q2 of FY2024", "the
+    8-K dated July 1, 2022"), since a year alone is shared by many companies' filings."""
+    from app.agent.filing_scope import STRONG, narrow
+
+    if chosen is not None and len(chosen) < 2:
+        return chosen
+    want = set(chosen or doc_ids or [])
+    docs = [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not want or d.id in want)]
+    try:
+        kept, why = narrow(kb, tenant, question, docs, min_best=0.0 if chosen else STRONG)
+    except Exception:
+        return chosen
+    return [d.id for d in kept] if why else chosen
 
 
 def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -> Scope:
     naming, asking = split_naming(question)
-    tokens = set(name_tokens(naming, True)) | set(name_tokens(asking, False))
+    tokens = set(name_tokens(naming, True)) | {t for t in name_tokens(asking, False) if not _period_or_term(t)}
     docs = [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]
     query = asking if naming else question
     if len(docs) <= 1 or not tokens:
@@ -158,8 +251,23 @@ def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -
     if best < math.log((n + 1) / (n / 2 + 0.5)) + 0.5:
         return Scope(list(doc_ids) if doc_ids else None, _strip_names(query, set()), naming, scores)
     chosen = [d for d, s in sorted(scores.items(), key=lambda x: -x[1]) if s >= 0.75 * best][:5]
-    names = {t for t in tokens if any(t in profiles[d] for d in chosen) and t not in ASKING}
+    # taken out of the query: the naming part's words, and words of the chosen documents' file names; not a
+    # topic their opening pages happen to mention ("Kenvue", "Adjusted", "GAAP")
+    files = set()
+    for d in docs:
+        if d.id in chosen:
+            files |= set(words(re.sub(r"[_\-.]+", " ", d.filename)))
+    named = set(name_tokens(naming, True))
+    names = {t for t in tokens if any(t in profiles[d] for d in chosen) and t not in ASKING
+             and (t in named or t in files) and not _period_or_term(t)}
     return Scope(chosen, _strip_names(query, names), naming, scores)
+
+
+def _period_or_term(token: str) -> bool:
+    """A period ("2023", "fy2024", "q2") or a financial term ("cash", "revenue"): it names no document."""
+    from app.agent.company_scope import _is_term
+
+    return _is_term(token)
 
 
 def _strip_names(query: str, names: set[str]) -> str:

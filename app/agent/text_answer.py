@@ -20,7 +20,7 @@ import re
 
 from app.agent.text import content_words, stem
 from app.agent.text_answer_table import row_terms, table_years
-from app.agent.text_spans import Ask, ask_of, extract
+from app.agent.text_spans import Ask, _strip, ask_of, extract, key_words
 from app.agent.verify import verify_text
 from ingest.sentences import sentence_spans
 
@@ -29,6 +29,7 @@ MAX_PASSAGES = 8
 TRY = 4  # best-scoring sentences tried against the verifier
 MIN_SENTENCE_WORDS = 5
 WORD = re.compile(r"[A-Za-z0-9]+")
+CAPTION = re.compile(r"(?:\bas follows|\bbelow|\bfollowing)\s*[:.]?\s*$|:\s*$", re.I)
 BULLET = re.compile(r"\s*[•●▪◦■]\s*")
 
 
@@ -89,7 +90,7 @@ class Candidate:
 
     def __init__(self, passage: dict, rank: int, quote: str):
         self.passage, self.rank, self.quote = passage, rank, quote
-        self.words = content_words(quote)
+        self.words = key_words(quote)
         self.seq = _stems(quote)
         self.score, self.span = 0.0, None
 
@@ -191,14 +192,19 @@ def text_answer(question: str, passages: list[dict], full_question: str | None =
     cands.sort(key=lambda c: -c.score)
     tried = 0
     for c in cands:
+        if ask.kind != "table" and CAPTION.search(c.quote):
+            continue  # "An analysis of the liability is as follows:": a table's caption states nothing itself
         span = extract(ask, c.quote)
         if span is None:
             continue  # the sentence does not state what is asked (no figure, no date ...)
         tried += 1
         ok, _why = verify_text(ask, question, span, c.quote, weights)
         if ok:
-            return {"answer": " ".join(span.split()), "citations": [citation(c.passage, c.quote)], "supported": True,
-                    "related": []}
+            found = [(c, span)]
+            if ask.kind == "list" and span == _strip(c.quote):  # no items read: the sentences that state them
+                found += more_sentences(ask, question, c, cands, weights)
+            return {"answer": ". ".join(" ".join(sp.split()) for _, sp in found),
+                    "citations": [citation(x.passage, x.quote) for x, _ in found], "supported": True, "related": []}
         if tried >= TRY:
             break
     found = table_years(ask, question, passages[:MAX_PASSAGES])
@@ -209,6 +215,29 @@ def text_answer(question: str, passages: list[dict], full_question: str | None =
         if ok:
             return {"answer": span, "citations": [citation(p, quote)], "supported": True, "related": []}
     return None
+
+
+MORE = 2  # further sentences an open list question may quote
+
+
+def more_sentences(ask: Ask, question: str, first: Candidate, cands: list[Candidate],
+                   weights: dict[str, float]) -> list[tuple[Candidate, str]]:
+    """Other sentences of the same document and page (or the next) that state the same kind of item and
+    verify on their own ("What are the major acquisitions ...": one sentence per acquisition)."""
+    out = []
+    page = first.passage.get("page") or 0
+    for c in cands:
+        if c is first or c.passage.get("doc_id") != first.passage.get("doc_id") \
+                or abs((c.passage.get("page") or 0) - page) > 1 or c.score < 0.8 * first.score:
+            continue
+        span = extract(ask, c.quote)
+        if span is None or span != _strip(c.quote) or any(span == sp for _, sp in out):
+            continue
+        if verify_text(ask, question, span, c.quote, weights)[0]:
+            out.append((c, span))
+        if len(out) >= MORE:
+            break
+    return out
 
 
 def citation(p: dict, quote: str) -> dict:

@@ -70,6 +70,7 @@ def question_years(q: str) -> list[str]:
     for m in FY.finditer(q):
         y = m.group(1)
         out.append(y if len(y) == 4 else "20" + y)
+    out += re.findall(r"\bQ[1-4]\s*['’]?\s*((?:19|20)\d{2})\b", q, re.I)  # "Q22023", "Q2'2023"
     return list(dict.fromkeys(out))
 
 
@@ -77,12 +78,33 @@ CUE_WORDS = {"what", "which", "when", "why", "how", "much", "many", "long", "res
              "years", "amount", "value", "total", "percentage", "proportion", "company", "group"}
 
 
+# words a question wraps around what it asks ("major acquisitions", "as of ... onward", "in USD million"): not
+# terms a sentence must carry
+FILLER = {"onward", "onwards", "historically", "currently", "roughly", "approximately", "major", "key", "main",
+          "significant", "done", "formerly", "nature", "purpose", "million", "millions", "billion", "billions",
+          "thousand", "thousands", "usd", "dollars", "close", "end", "any"}
+SPELLING = re.compile(r"(?<=[a-z]{3})is(e|ed|es|ing|ation|ations)\b")
+SYNONYMS = {"acquir": "acquis", "divest": "dispos", "purchas": "acquis"}  # stems that name the same thing
+QUESTION_DATE = re.compile(rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+"
+                           rf"(?:of\s+)?{MONTH},?\s+(?:19|20)\d{{2}}\b", re.I)
+QUESTION_PERIOD = re.compile(r"\b(?:fiscal(?:\s+year)?|fy)\s*'?\s*\d{2,4}\b|\bq[1-4](?:\s*(?:of\s+)?(?:fy|fiscal)?\s*['’]?\s*"
+                             r"\d{2,4})?\b|\b(?:fiscal|fy)\b", re.I)
+
+
+def key_words(text: str) -> set[str]:
+    """Content-word stems with British spellings and a few synonyms folded ("realised" ~ "realized",
+    "acquired" ~ "acquisitions"): what a question's terms and a sentence's words are compared as."""
+    t = SPELLING.sub(r"iz\1", text.lower())
+    return {SYNONYMS.get(w, w) for w in content_words(t)}
+
+
 def ask_of(question: str) -> Ask:
     q = " ".join(question.strip().split())
     ql = q.lower()
     years = question_years(q)
-    key = {w for w in content_words(re.sub(r"\b(?:fiscal|fy)\b", " ", ql))
-           if not YEAR.fullmatch(w) and w not in {stem(c) for c in CUE_WORDS}}
+    drop = {stem(c) for c in CUE_WORDS | FILLER}
+    key = {w for w in key_words(QUESTION_PERIOD.sub(" ", QUESTION_DATE.sub(" ", ql)))
+           if not YEAR.fullmatch(w) and w not in drop}
     multi = bool(re.search(r"\brespectively\b|\beach of\b", ql)) or len(years) >= 2 and bool(
         re.search(r"\b(?:in|for|of|at|during|as of)\b[^?]*\d{4}\s*(?:,|and)\s*\d{4}", ql)) and not re.search(
         r"\b(?:change|differ|increase|decrease|grow|growth|average|total|sum|ratio|between)\b", ql)
@@ -132,6 +154,9 @@ def ask_of(question: str) -> Ask:
                                                           r"comprised of|consists? of|used for|represents?|"
                                                           r"determined|calculated|measured)\s*\??$", ql):
         kind = "text"
+    if re.search(r"\b(?:what|which) (?:is|was|are|were) the nature\b|\bnature\s*(?:&|and)\s*purpose\b|^(?:describe|explain)\b",
+                 ql):
+        kind = "text"  # "What is the nature & purpose of the restructuring liability?": a description
     if kind in ("amount", "percent") and re.match(r"^(?:what|how)\s+(?:is|was|are|were|does|do|did)\s+(?:the\s+)?"
                                                    r"(?:[\w-]+\s+){0,6}?(?:determined|calculated|measured|"
                                                    r"estimated|defined|based|recognized|recorded|accounted)\b", ql):

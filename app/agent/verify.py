@@ -14,6 +14,7 @@ import re
 
 from app.agent.clause_types import BY_NAME, DEFINITION, ClauseType, flat
 from app.agent.text import content_words
+from app.agent.text_spans import key_words
 
 MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -161,7 +162,7 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     ok, missing = answer_in_span(span, [quote])
     if not ok:
         return False, f"not in the quote: {', '.join(missing[:5])}"
-    key, words = ask.key, content_words(quote)
+    key, words = ask.key, key_words(quote)
     shared = key & words
     weights = weights or {}
     total = sum(weights.get(k, 1.0) for k in key)

@@ -65,7 +65,14 @@ COVERS = {  # file name (saying nothing of the period) -> cover and body
         ("NORTHWIND TRADERS, INC. (Exact name of registrant as specified in its charter)", "break"),
         ("Stores", "h"),
         ("Northwind operated 982 stores at the end of fiscal 2023, compared with 978 stores at the end of "
-         "fiscal 2022.", None)],
+         "fiscal 2022.", None),
+        ("Acquisitions", "h"),
+        ("In fiscal 2022, we acquired all of the outstanding shares of Current Wellness Ltd., a care-at-home "
+         "technology platform, for net cash consideration of $389 million.", None),
+        ("In fiscal 2022, we acquired all of the outstanding shares of Yardline Furniture LLC, a direct-to-consumer "
+         "outdoor furniture company, for net cash consideration of $79 million.", None),
+        ("Restructuring", "h"),
+        ("An analysis of the restructuring liability of Northwind is as follows:", None)],
     "northwind-b.pdf": [
         ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", "h"), ("FORM 10-Q", "h"),
         ("QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 "
@@ -82,7 +89,10 @@ COVERS = {  # file name (saying nothing of the period) -> cover and body
         ("NORTHWIND TRADERS, INC. (Exact name of registrant as specified in its charter)", "break"),
         ("Item 8.01 Other Events", "h"),
         ("On June 30, 2022, Northwind entered into a supplemental indenture relating to its senior notes due "
-         "2028; Northwind operated 975 stores on that date.", None)],
+         "2028; Northwind operated 975 stores on that date.", None),
+        ("Item 9.01 Financial Statements and Exhibits", "h"),
+        ("Exhibit 4.1 Supplemental Indenture, dated as of June 30, 2022.", None),
+        ("Northwind realized $13.2 billion in cash proceeds from the separation of its Kenvale business.", None)],
 }
 
 
@@ -144,6 +154,61 @@ def test_the_answer_cites_only_the_filing_named(env):
     ans = out["messages"][-1]["answer"]
     assert ans["supported"] and "969" in ans["answer"], ans
     assert {c["doc_id"] for c in ans["citations"]} == {ids["northwind-b.pdf"]}
+
+
+def ask(env, question: str) -> dict:
+    from app.agent.graph import build_graph
+    from app.agent.state import turn_input
+
+    _kb, deps, _ids = env
+    out = build_graph(deps).invoke(turn_input(TENANT, question, "rag", None), {"configurable": {"thread_id": question}})
+    return out["messages"][-1]["answer"]
+
+
+def test_what_a_current_report_is_about_is_its_first_item(env):
+    _kb, _deps, ids = env
+    ans = ask(env, "What was the key agenda of Northwind's 8-K filing dated 1st July 2022?")
+    assert ans["supported"] and ans["answer"].startswith("Item 8.01 Other Events"), ans
+    assert "supplemental indenture" in ans["answer"]
+    assert [c["doc_id"] for c in ans["citations"]] == [ids["northwind-c.pdf"]]
+    assert ans["citations"][0]["quote"].startswith("Item 8.01")
+
+
+def test_an_open_list_question_quotes_each_sentence_that_states_an_item(env):
+    _kb, _deps, ids = env
+    ans = ask(env, "What are the major acquisitions that Northwind has done in FY2023 and FY2022?")
+    assert ans["supported"], ans
+    assert "Current Wellness" in ans["answer"] and "Yardline Furniture" in ans["answer"], ans
+    assert {c["doc_id"] for c in ans["citations"]} == {ids["northwind-a.pdf"]} and len(ans["citations"]) == 2
+
+
+def test_spellings_fold_and_a_table_caption_answers_nothing(env):
+    ans = ask(env, "How much cash proceeds did Northwind realise from the separation of Kenvale?")
+    assert ans["supported"] and "$13.2 billion" in ans["answer"], ans
+    # the only sentence naming the liability introduces a table: it states nothing about its nature (the
+    # extractive answerer finds nothing; the agent would then try a model-written answer, verified)
+    from app.agent import scope as scope_mod
+    from app.agent.clause_search import find_passages
+    from app.agent.state import passage_dict
+    from app.agent.text_answer import text_answer
+
+    kb, _deps, ids = env
+    q = "What is the nature of Northwind's restructuring liability as of FY2023?"
+    sc = scope_mod.resolve(kb, TENANT, q)
+    assert sc.doc_ids == [ids["northwind-a.pdf"]]
+    passages = [passage_dict(p) for p in find_passages(kb, TENANT, q, k=10, scope=sc)]
+    assert any("restructuring liability" in p["text"] for p in passages)
+    assert text_answer(sc.query, passages, q) is None
+
+
+def test_the_query_keeps_the_periods_and_topics_only_names_go(env):
+    from app.agent import scope as scope_mod
+
+    kb, _deps, ids = env
+    sc = scope_mod.resolve(kb, TENANT, "Was there any change in the number of Northwind stores between Q2 of FY2024 "
+                                       "and FY2023?")
+    assert sc.doc_ids == [ids["northwind-b.pdf"]]
+    assert "between Q2 of FY2024 and FY2023" in sc.query and "Northwind" not in sc.query, sc.query
 
 
 @pytest.mark.slow
