@@ -166,7 +166,12 @@ def ruled_tables(page: EdgePage, number: int) -> list[RawTable]:
 
     from ingest.table_pdf import ruled_raw_tables
 
-    return ruled_raw_tables(TableFinder(page, {}).tables, lambda box: _text_in(page.chars, box), page.width, number)
+    tables = TableFinder(page, {}).tables
+    for table in tables:  # Table.extract tests every character of the page against every row: only its own
+        x0, top, x1, bottom = table.bbox
+        near = [c for c in page.chars if c["x1"] >= x0 and c["x0"] <= x1 and c["bottom"] >= top and c["top"] <= bottom]
+        table.page = EdgePage(page.edges, near, page.width, page.height)
+    return ruled_raw_tables(tables, lambda box: _text_in(page.chars, box), page.width, number)
 
 
 def pdfium_page_tables(page, number: int, max_chars: int) -> tuple[list[RawTable], str | None] | None:

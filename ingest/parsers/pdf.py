@@ -17,7 +17,7 @@ from typing import Callable
 
 from ingest.errors import IngestError
 from ingest.parsers import Page, ParsedDocument, RawTable
-from ingest.table_pdfium import pdfium_chars
+from ingest.table_pdfium import count_paths, pdfium_chars
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
 log = logging.getLogger(__name__)
@@ -131,11 +131,7 @@ def _pdfium_page(page, number: int) -> tuple[Page, str, list | None]:
         numeric = may_hold_table(text)
         hint = aligned and numbers_aligned(tp, text) if numeric else False
         hint = hint or (aligned and _sideways(tp, text))
-        paths = 0
-        for _ in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2):
-            paths += 1
-            if paths >= 12:
-                break
+        paths = count_paths(page, 12)
         mode = "ruled" if paths >= 12 or (hint and not aligned) else ("aligned" if hint else "")
         chars = pdfium_chars(tp, text, float(page.get_height())) if mode == "aligned" else None
     finally:
