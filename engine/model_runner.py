@@ -17,6 +17,7 @@ import torch
 
 from engine.cuda_graphs import DecodeGraphs
 from engine.forward_context import SeqSpan
+from engine.kernels.cpu_decode_attention import bf16_decode
 from engine.models.hybrid import HybridLM
 from engine.paged_context import KVPool, PagedContext, kv_torch_dtype
 from engine.sampling import SamplingBatch, sample_tokens, to_device
@@ -50,6 +51,7 @@ class ModelRunner:
         self.kv = KVPool(len(attn), num_kv_blocks + 1, block_size, n_kv, hd, kv_torch_dtype(kv_dtype), model.device)
         self.states = StatePool(num_state_slots, model.mamba_state_shapes(), model.dtype, str(model.device))
         self.ctx = PagedContext(self.kv, self.states, self.ops)
+        self.ctx.decode_bf16 = bf16_decode(model)  # bf16 decode attention where q/k/v are bf16-rounded anyway
         self.has_mamba = bool(cfg.layer_indices("mamba"))
         self.checkpoints = (MambaCheckpoints(self.states, max_num_seqs, spec_tokens + 1)
                             if spec_tokens and self.has_mamba else None)

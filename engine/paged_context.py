@@ -130,6 +130,9 @@ class PagedContext:
         from engine.kernels import DEFAULT
         self.kv, self.states, self.ops = kv, states, ops or DEFAULT
         self.prefill_bf16 = False  # bf16 prefill attention on a bf16 pool (LONG_PREFILL_BF16; engine/llm_engine.py)
+        # decode / verify steps over a bf16 pool compute attention in bf16 (q rounded once) instead of over fp32
+        # copies of the pasts: set where the qkv GEMMs round q/k/v to bf16 anyway (engine/model_runner.py)
+        self.decode_bf16 = False
         self.spans: list[SeqSpan] = []
         self.block_tables: Optional[torch.Tensor] = None  # [B, max_blocks] int32 on the device (batched decode)
         self.seq_lens: Optional[torch.Tensor] = None
@@ -212,11 +215,12 @@ class PagedContext:
             return self.ops.decode_attention(q, kc, vc, self.block_tables, self.seq_lens, scale, bs,
                                              ks if fp8 else None, vs if fp8 else None, max_len=self.max_len)
         if self.ops.plan_decode is not None and self._short and not fp8 and sliding_window is None:
+            qd = q.to(store) if self.decode_bf16 and store == torch.bfloat16 else q
             if self._plan is None:  # copying a long past to another dtype is what the block-wise path avoids
                 self._plan = self.ops.plan_decode([s.start for s in self.spans], [s.length for s in self.spans],
                                                   [s.past_len for s in self.spans], self.read, kc.shape[1],
-                                                  long_rest=LONG_CONTEXT, long_slices=store != q.dtype)
-            out = self.ops.decode_attention(q, kc, vc, None, None, scale, bs, plan=self._plan)
+                                                  long_rest=LONG_CONTEXT, long_slices=store != qd.dtype)
+            out = self.ops.decode_attention(qd, kc, vc, None, None, scale, bs, plan=self._plan).to(q.dtype)
             for i in self._plan.rest:
                 s = self.spans[i]
                 out[s.start:s.start + s.length] = self._attend_one(i, q, kc, vc, scale, sliding_window)

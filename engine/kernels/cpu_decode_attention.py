@@ -71,6 +71,19 @@ class DecodePlan:
 Read = Union[slice, torch.Tensor]
 
 
+def bf16_decode(model) -> bool:
+    """Whether a CPU model's decode steps already round every attention layer's q/k/v to bf16: the model is
+    bf16, or its qkv projections are int4-packed (the int4 kernel takes and returns bf16, engine/quant/
+    cpu_kernels.py). Then decode attention over a bf16 KV pool computes in bf16 on the pool's views
+    (PagedContext.decode_bf16) instead of on fp32 copies of every past, within the int4 path's tolerance."""
+    if model.device.type != "cpu":
+        return False
+    if model.dtype == torch.bfloat16:
+        return True
+    qkv = [b.mixer.qkv_proj for b in model.blocks if b.kind == "attention"]
+    return bool(qkv) and all(p.packed_kind == "int4" for p in qkv)
+
+
 def _mask(past: list[int], L: int, keys: int) -> Optional[torch.Tensor]:
     """Additive [n, 1, L, keys]: member i's token l (position past[i] + l) sees keys 0..past[i] + l."""
     if L == 1 and all(p + 1 == keys for p in past):

@@ -79,6 +79,7 @@ class Linear(nn.Module):
         self.packed_dtype: Optional[torch.dtype] = None  # activation dtype the packed GEMM takes
         self._zero_bias: Optional[torch.Tensor] = None
         self.nvfp4_gemm = None  # a GEMM that dequantizes NVFP4 parts in-kernel (engine.kernels), set once
+        self.int4_max_rows = INT4_MAX_ROWS  # int4: GEMMs of more rows run on the dense copy (the LM head: 1)
 
     def set_weight(self, parts: Sequence, dtype: torch.dtype, device) -> None:
         """Install the weight from parts (dense tensors or QuantizedTensor) that stack along dim 0."""
@@ -176,7 +177,7 @@ class Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.packed_kind == "int4":
-            if self.dense_packed is not None and x.numel() > INT4_MAX_ROWS * self.in_features:
+            if self.dense_packed is not None and x.numel() > self.int4_max_rows * self.in_features:
                 y = torch.ops.mkldnn._linear_pointwise(x.to(self.packed_dtype), self.dense_packed, self.dense_bias,
                                                        "none", [], "")
                 return y.to(x.dtype)
