@@ -34,12 +34,23 @@ def bf16_prefill(model) -> bool:
 
 def _flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool
            ) -> tuple[torch.Tensor, torch.Tensor]:
-    """q [L, H, D], k/v [S, KV, D] (any strides) -> (out [1, H, L, D] fp32-or-q-dtype, lse [1, H, L] fp32)."""
+    """q [L, H, D], k/v [S, KV, D] (any strides) -> (out [1, KV, g, L, D] in q's dtype, lse [1, KV, g, L] fp32),
+    g = H / KV query heads per kv head (views of the kernel's outputs). Without a mask each kv head's query heads
+    are folded into one block of g x L rows: the kernel packs each key block once per kv head instead of once per
+    query head (1.2-1.7x faster for short chunks, e.g. a question after a snapshot; ~5% at 512 rows)."""
+    L, H, D = q.shape
     kh, vh = k.transpose(0, 1)[None], v.transpose(0, 1)[None]
     if kh.dtype != q.dtype:
         kh, vh = kh.to(q.dtype), vh.to(q.dtype)
-    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q.transpose(0, 1)[None], kh, vh,
-                                                                      is_causal=causal, scale=scale)
+    KV = kh.shape[1]
+    g = H // KV
+    if causal or g == 1:
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q.transpose(0, 1)[None], kh, vh,
+                                                                              is_causal=causal, scale=scale)[:2]
+        return out.unflatten(1, (KV, g)), lse.unflatten(1, (KV, g))
+    qf = q.reshape(L, KV, g, D).permute(1, 2, 0, 3).reshape(1, KV, g * L, D)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(qf, kh, vh, scale=scale)[:2]
+    return out.unflatten(2, (g, L)), lse.unflatten(2, (g, L))
 
 
 def prefix_flash_attention(q: torch.Tensor, load: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]],
@@ -54,10 +65,11 @@ def prefix_flash_attention(q: torch.Tensor, load: Callable[[int, int], tuple[tor
     for a in range(0, past_len, max(1, step)):
         parts.append(_flash(q, *load(a, min(past_len, a + step)), scale, causal=False))
     if len(parts) == 1:
-        return parts[0][0][0].transpose(0, 1)
-    w = torch.softmax(torch.stack([p[1] for p in parts]), dim=0)[..., None]  # [P, 1, H, L, 1]: each part's share
+        return parts[0][0][0].flatten(0, 1).transpose(0, 1)
+    w = torch.softmax(torch.stack([p[1] for p in parts]), dim=0)[..., None]  # [P, 1, KV, g, L, 1]: each part's share
     out = torch.empty(L, H, D, dtype=torch.float32, device=q.device)
-    acc = out.transpose(0, 1)[None]  # [1, H, L, D], written in out's token-major layout
+    KV = parts[0][0].shape[1]
+    acc = out.view(L, KV, H // KV, D).permute(1, 2, 0, 3)[None]  # [1, KV, g, L, D], in out's token-major layout
     torch.mul(parts[0][0], w[0], out=acc)
     for p, wp in zip(parts[1:], w[1:]):
         acc.addcmul_(p[0], wp)
