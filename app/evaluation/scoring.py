@@ -11,7 +11,7 @@ import re
 from typing import Optional
 
 from app.evaluation.dates import dates_in, parse_answer_date
-from app.evaluation.numbers import answer_number, numeric_match
+from app.evaluation.numbers import answer_number, is_year, numeric_match, parse_numbers
 from app.evaluation.tatqa_metric import tatqa_scores
 from app.evaluation.text import HIT_THRESHOLD, best_overlap, occurs_verbatim, phrase_in, tokens
 from app.evaluation.types import EvalItem
@@ -71,10 +71,35 @@ def answer_statement(text: str) -> str:
     return (text or "")[:m.start()] if m else (text or "")
 
 
-def text_correct(gold: str, answer: str) -> bool:
-    """Approximate, for free-text gold answers: half of the gold's content words occur in the answer."""
-    g = {t for t in tokens(gold) if t not in STOP}
-    return bool(g) and len(g & set(tokens(answer))) / len(g) >= 0.5
+POLARITY = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+
+
+def _key_numbers(gold: str, question: str) -> list:
+    """The figures a free-text gold answer states that the question does not already give (years excluded)."""
+    asked = [n.scaled for n in parse_numbers(question)]
+    return [n for n in parse_numbers(gold) if not is_year(n) and n.scaled not in asked]
+
+
+def text_correct(gold: str, answer: str, question: str = "") -> bool:
+    """Approximate, for free-text gold answers. The substance of a gold sentence is what it adds to the
+    question: its yes/no, its figures, and its words the question does not contain ("Consumer Health" for
+    "which business segment ... will be treated as a discontinued operation"). Correct when a stated yes/no
+    agrees; where the gold states figures and the answer states any, one of the gold's must be among them
+    (scale-aware, 1%); otherwise half of the gold's new content words must occur in the answer. Words the question already holds ("EBITDA 2023") prove nothing."""
+    statement = answer_statement(answer)
+    g_pol, a_pol = POLARITY.match(gold or ""), POLARITY.match(statement)
+    if g_pol and (not a_pol or a_pol.group(1).lower() != g_pol.group(1).lower()):
+        return False
+    figures = _key_numbers(gold, question)
+    stated = [n for n in parse_numbers(statement) if not is_year(n)]
+    if figures and stated:  # a figure asked and figures given: they decide
+        return any(numeric_match(p, g) for g in figures for p in stated)
+    asked = set(tokens(question))
+    gold_words = {t for t in tokens(gold) if t not in STOP}
+    new = (gold_words - asked) or gold_words
+    if figures:  # the figures are the answer: their digits are not words to match
+        new = {t for t in new if not t[0].isdigit()} or new
+    return bool(new) and len(new & set(tokens(statement))) / len(new) >= 0.5
 
 
 def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
@@ -103,7 +128,7 @@ def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
         out.update(s)
         out["correct"] = bool(s["em"])
     elif item.answers:
-        out["correct"] = (not out["not_found"]) and text_correct(item.answers[0], text)
+        out["correct"] = (not out["not_found"]) and text_correct(item.answers[0], text, item.question)
     n_ok = n_verbatim = 0
     golds = [ev.text for ev in item.evidence if ev.text]
     for c in answer.get("citations") or []:

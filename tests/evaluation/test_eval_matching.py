@@ -58,3 +58,22 @@ def test_dates():
     assert parse_answer_date("4/13/12") == date(2012, 4, 13)
     assert date(2012, 4, 13) in dates_in("made as of the 13th day of April, 2012")
     assert date(2012, 4, 13) in dates_in("dated April 13, 2012")
+
+
+def test_free_text_gold_is_scored_on_what_it_adds_to_the_question():
+    from app.evaluation.scoring import text_correct
+    q = "What is the amount of the gain accruing to JnJ as a result of the separation of its Consumer Health segment?"
+    gold = "JnJ will make a gain of approximately $20 billion from the separation of its Consumer Health segment."
+    assert text_correct(gold, "approximately $20 billion", q)  # short, right
+    assert not text_correct(gold, "a gain from the separation of its Consumer Health segment", q)  # only echoes q
+    assert not text_correct(gold, "approximately $2 billion", q)
+    q2 = "What Was AMCOR's Adjusted Non GAAP EBITDA for FY 2023"
+    assert not text_correct("AMCOR's Adj. EBITDA was $2,018mn in FY 2023", "EBITDA, 2023: -5 (USD millions)", q2)
+    assert text_correct("AMCOR's Adj. EBITDA was $2,018mn in FY 2023", "Adjusted EBITDA, 2023: 2,018 (USD millions)", q2)
+    q3 = "Which business segment of JnJ will be treated as a discontinued operation?"
+    assert text_correct("The Consumer Health business segment will be treated as a discontinued operation.",
+                        "Consumer Health", q3)
+    q4 = "Was there any drop in Cash & Cash equivalents between FY 2023 and Q2 of FY2024?"
+    gold4 = "Yes, there was a decline of ~42% between FY2023 and Q2 of FY2024."
+    assert text_correct(gold4, "Yes. Cash fell from 1,874 to 1,093: a decline of 41.7%.", q4)
+    assert not text_correct(gold4, "No, cash did not drop.", q4)
