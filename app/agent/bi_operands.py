@@ -6,7 +6,8 @@ A row is grounded when its label is named by the item (or one of the labels fili
 item, ``bi_metrics.CONCEPTS``) as the single-table planner's rows are (``bi_grounding``: the label's words
 named, or an embedding this close sharing a word); among grounded rows the statement the item is read from
 (accounts payable: the balance sheet, not the cash-flow change in payables) wins, then the statements the
-question names, then any statement table, then the others. A column is one of the table's period columns
+question names; only a filing without statement tables gives operands from other tables. On the item's own
+statement a label that begins with the item's name is that item, qualified. A column is one of the table's period columns
 for the period asked; a table without one cannot give the operand.
 """
 from __future__ import annotations
@@ -71,6 +72,8 @@ def row_choices(views: list[TableView], item: str, statements: list[str],
     phrases = [item] + (CONCEPTS[concept][0] if concept else [])
     home = CONCEPTS[concept][1] if concept else ""
     out = []
+    if any(getattr(v.info, "statement", "") for v in views):  # a filing's statements, not its notes
+        views = [v for v in views if getattr(v.info, "statement", "")]
     for view in views:
         stmt = getattr(view.info, "statement", "") or ""
         best: dict[int, tuple] = {}
@@ -80,7 +83,10 @@ def row_choices(views: list[TableView], item: str, statements: list[str],
                     continue
                 exact = _norm(m.row.label) == _norm(phrase)
                 s = m.score + (0.15 if exact else 0.0)
-                g = _grounded(m)
+                # on the statement the item is read from, a label that begins with its name ("Depreciation and
+                # amortization of property, equipment and intangibles") is that item, qualified
+                head = bool(home) and stmt == home and _norm(m.row.label).startswith(_norm(phrase) + " ")
+                g = _grounded(m) or head
                 prev = best.get(id(m.row))
                 if prev is None or (g, s) > (prev[1], prev[0]):
                     best[id(m.row)] = (s, g, m.row)
