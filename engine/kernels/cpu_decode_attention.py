@@ -66,6 +66,7 @@ class DecodePlan:
     groups: list[Group]
     gathers: list[Gather]
     rest: list[int]  # sequences this plan leaves to the caller (e.g. a long scattered past)
+    whole: bool = False  # one group whose rows are the packed rows in order: its output is the whole output
 
 
 Read = Union[slice, torch.Tensor]
@@ -147,7 +148,10 @@ def plan_decode(starts: list[int], lengths: list[int], pasts: list[int], reads: 
         cur.append(it)
     if cur:
         close(cur)
-    return DecodePlan(groups, gathers, rest)
+    T = max((st + n for st, n in zip(starts, lengths)), default=0)
+    whole = (not gathers and not rest and len(groups) == 1 and groups[0].real is None
+             and groups[0].out_rows == slice(0, T) and groups[0].q_rows == slice(0, T))
+    return DecodePlan(groups, gathers, rest, whole)
 
 
 def _attend(qg: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
@@ -166,22 +170,27 @@ def _attend(qg: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[t
 
 
 def run_plan(plan: DecodePlan, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, scale: float,
-             out: torch.Tensor) -> torch.Tensor:
-    """Attention of the packed q [T, H, D] for every sequence the plan covers, written into out's rows."""
+             out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Attention of the packed q [T, H, D] for every sequence the plan covers, written into out's rows (a new
+    tensor when None; a ``whole`` plan's one group returns its own output, no copy)."""
     KV, S, D = k_cache.shape
     H = q.shape[1]
     group = H // KV
     sk, ss = k_cache.stride(0), k_cache.stride(1)
+    if out is None and not plan.whole:
+        out = torch.empty_like(q)
     for g in plan.groups:
         if g.n == 1:  # a view of one past: slicing beats as_strided's bounds checks
-            k = k_cache[None, :, g.start:g.start + g.keys]
-            v = v_cache[None, :, g.start:g.start + g.keys]
+            k = k_cache.narrow(1, g.start, g.keys).unsqueeze(0)
+            v = v_cache.narrow(1, g.start, g.keys).unsqueeze(0)
         else:
             shape, strides = (g.n, KV, g.keys, D), (g.stride * ss, sk, ss, k_cache.stride(2))
             k = k_cache.as_strided(shape, strides, k_cache.storage_offset() + g.start * ss)
             v = v_cache.as_strided(shape, strides, v_cache.storage_offset() + g.start * ss)
         qg = q[g.q_rows] if isinstance(g.q_rows, slice) else q.index_select(0, g.q_rows)
         o = _attend(qg, k, v, g.mask_as(q.dtype, group if g.L > 1 else 1), scale, g.n, g.L, KV, group, D)
+        if plan.whole:
+            return o
         if g.real is not None:
             o = o.index_select(0, g.real)
         if isinstance(g.out_rows, slice):
@@ -223,4 +232,4 @@ def paged_decode_attention_cpu(q: torch.Tensor, k_cache: torch.Tensor, v_cache: 
                 reads.append((blocks[:, None] * block_size + torch.arange(block_size)).flatten()[:n])
         B = q.shape[0]
         plan = plan_decode(list(range(B)), [1] * B, [n - 1 for n in lens], reads, k_cache.shape[1])
-    return run_plan(plan, q, k_cache, v_cache, scale, torch.empty_like(q))
+    return run_plan(plan, q, k_cache, v_cache, scale)

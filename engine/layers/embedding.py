@@ -66,6 +66,8 @@ class RotaryEmbedding(nn.Module):
         """x [T, heads, hd], positions [T] -> rotated x (same dtype): x*cos + rotate_half(x)*sin, where
         rotate_half(x)*sin = cat(x2, x1) * cat(-sin, sin)."""
         cos, sin = self.cos_sin(positions)
+        if cos.dtype != x.dtype:
+            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         half = x.shape[-1] // 2
         swapped = torch.cat([x[..., half:], x[..., :half]], dim=-1)
-        return torch.addcmul(x * cos.to(x.dtype), swapped, sin.to(x.dtype))
+        return torch.addcmul(x * cos, swapped, sin)

@@ -40,11 +40,13 @@ class Block(nn.Module):
             raise ValueError(f"unknown block kind {spec.kind!r}")
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
-        h = self.norm(x)
+        # submodules' forward called directly: no hooks are used, and nn.Module.__call__ costs ~2 us per call,
+        # ~300 calls per decode step of a 30-layer model
+        h = self.norm.forward(x)
         if self.kind in ("mamba", "attention"):
-            h = self.mixer(h, positions, ctx)
+            h = self.mixer.forward(h, positions, ctx)
         else:
-            h = self.mixer(h)
+            h = self.mixer.forward(h)
         return x + h
 
 
@@ -100,7 +102,7 @@ class HybridLM(nn.Module):
         for rotary in self._rotaries:
             rotary.forget()
         for block in self.blocks:
-            x = block(x, positions, ctx)
+            x = block.forward(x, positions, ctx)
         return self.norm_f(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
