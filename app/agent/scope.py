@@ -153,9 +153,9 @@ def resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) ->
     chosen = scope.doc_ids
     named = None if chosen else _named_by_file_names(kb, tenant, question, doc_ids)
     if not cs.filing:
-        chosen = _filing(kb, tenant, question, chosen or named, doc_ids)
-        if chosen == named and named and len(named) == len(_docs(kb, tenant, doc_ids)):
-            chosen = None  # the name is every document's: nothing narrowed
+        narrowed = _filing(kb, tenant, question, chosen or named, doc_ids)
+        if chosen or narrowed != named:  # a name in the file names alone narrows nothing: the filing does
+            chosen = narrowed
     if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
         chosen = list(cs.doc_ids)
     return Scope(chosen, _strip_file_names(kb, tenant, query, chosen or named), scope.naming, scope.scores)
@@ -177,7 +177,7 @@ def _names(query: str):
             parts = parts[1:]
         text = " ".join(parts)
         toks = [t for t in words(re.sub(r"['’]s?$", "", text)) if t not in STOP]
-        if toks and not any(_period_or_term(t) for t in toks):
+        if toks and not any(_period_or_term(t) for t in toks) and not set(toks) <= ASKING:
             yield (m.end() - len(text) if parts else m.end()), m.end(), toks
 
 

@@ -29,7 +29,9 @@ MAX_PASSAGES = 8
 TRY = 4  # best-scoring sentences tried against the verifier
 MIN_SENTENCE_WORDS = 5
 WORD = re.compile(r"[A-Za-z0-9]+")
-CAPTION = re.compile(r"(?:\bas follows|\bbelow|\bfollowing)\s*[:.]?\s*$|:\s*$", re.I)
+CAPTION = re.compile(r"(?:\bas follows|\bbelow|\bfollowing)\s*[:.]?\s*$|:\s*$|\b(?:in|see) the (?:following |accompanying )?"
+                     r"tables? below\b|\bthe following tables? (?:shows?|sets? forth|presents?|summari[sz]es?|provides?)\b",
+                     re.I)
 BULLET = re.compile(r"\s*[•●▪◦■]\s*")
 
 
@@ -191,9 +193,10 @@ def text_answer(question: str, passages: list[dict], full_question: str | None =
         c.score = score(ask, qpairs, c, weights)
     cands.sort(key=lambda c: -c.score)
     tried = 0
+    asks_table = bool(re.search(r"\btables?\b|\bschedule\b", question, re.I))
     for c in cands:
-        if ask.kind != "table" and CAPTION.search(c.quote):
-            continue  # "An analysis of the liability is as follows:": a table's caption states nothing itself
+        if ask.kind in ("text", "list", "reason") and not asks_table and CAPTION.search(c.quote):
+            continue  # "An analysis of the liability is as follows:": a table's caption describes nothing itself
         span = extract(ask, c.quote)
         if span is None:
             continue  # the sentence does not state what is asked (no figure, no date ...)
@@ -222,14 +225,17 @@ MORE = 2  # further sentences an open list question may quote
 
 def more_sentences(ask: Ask, question: str, first: Candidate, cands: list[Candidate],
                    weights: dict[str, float]) -> list[tuple[Candidate, str]]:
-    """Other sentences of the same document and page (or the next) that state the same kind of item and
-    verify on their own ("What are the major acquisitions ...": one sentence per acquisition)."""
+    """Other sentences of the same document and page (or the next) that state a parallel item (they open with
+    the same three words) and verify on their own ("What are the major acquisitions ...": "In fiscal 2022, we
+    acquired ..." once per acquisition)."""
     out = []
     page = first.passage.get("page") or 0
     for c in cands:
         if c is first or c.passage.get("doc_id") != first.passage.get("doc_id") \
                 or abs((c.passage.get("page") or 0) - page) > 1 or c.score < 0.8 * first.score:
             continue
+        if _opening(c.quote) != _opening(first.quote):
+            continue  # not a parallel item ("In fiscal 2022, we acquired ..." twice)
         span = extract(ask, c.quote)
         if span is None or span != _strip(c.quote) or any(span == sp for _, sp in out):
             continue
@@ -238,6 +244,10 @@ def more_sentences(ask: Ask, question: str, first: Candidate, cands: list[Candid
         if len(out) >= MORE:
             break
     return out
+
+
+def _opening(sentence: str) -> list[str]:
+    return WORD.findall(sentence.lower())[:3]
 
 
 def citation(p: dict, quote: str) -> dict:

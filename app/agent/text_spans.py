@@ -81,10 +81,10 @@ CUE_WORDS = {"what", "which", "when", "why", "how", "much", "many", "long", "res
 # words a question wraps around what it asks ("major acquisitions", "as of ... onward", "in USD million"): not
 # terms a sentence must carry
 FILLER = {"onward", "onwards", "historically", "currently", "roughly", "approximately", "major", "key", "main",
-          "significant", "done", "formerly", "nature", "purpose", "million", "millions", "billion", "billions",
+          "done", "formerly", "nature", "purpose", "million", "millions", "billion", "billions",
           "thousand", "thousands", "usd", "dollars", "close", "end", "any"}
 SPELLING = re.compile(r"(?<=[a-z]{3})is(e|ed|es|ing|ation|ations)\b")
-SYNONYMS = {"acquir": "acquis", "divest": "dispos", "purchas": "acquis"}  # stems that name the same thing
+SYNONYMS = {"acquir": "acquis", "divest": "dispos"}  # stems that name the same thing
 QUESTION_DATE = re.compile(rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+"
                            rf"(?:of\s+)?{MONTH},?\s+(?:19|20)\d{{2}}\b", re.I)
 QUESTION_PERIOD = re.compile(r"\b(?:fiscal(?:\s+year)?|fy)\s*'?\s*\d{2,4}\b|\bq[1-4](?:\s*(?:of\s+)?(?:fy|fiscal)?\s*['’]?\s*"
