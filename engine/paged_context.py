@@ -130,6 +130,7 @@ class PagedContext:
         from engine.kernels import DEFAULT
         self.kv, self.states, self.ops = kv, states, ops or DEFAULT
         self.prefill_bf16 = False  # bf16 prefill attention on a bf16 pool (LONG_PREFILL_BF16; engine/llm_engine.py)
+        self.write_run: Optional[slice] = None  # this step's KV write slots as one run, where they are (prepare)
         # decode / verify steps over a bf16 pool compute attention in bf16 (q rounded once) instead of over fp32
         # copies of the pasts: set where the qkv GEMMs round q/k/v to bf16 anyway (engine/model_runner.py)
         self.decode_bf16 = False
@@ -173,6 +174,9 @@ class PagedContext:
         live = {id(t) for t in block_tables}
         self._tables = {k: v for k, v in self._tables.items() if k in live}
         self.write_idx = torch.tensor(write, dtype=torch.long, device=dev)
+        # one run of consecutive slots (a prefill chunk, a lone decode): a slice copy instead of index_copy_
+        run = len(write) > 0 and write[-1] - write[0] == len(write) - 1 and write == list(range(write[0], write[-1] + 1))
+        self.write_run = slice(write[0], write[-1] + 1) if run else None
         self._plan = None  # the CPU decode plan: built by the step's first attention layer, shared by the rest
         self._short = all(s.length <= FOLD_ROWS for s in spans)
         kernel = self.ops.decode_attention if self._decode else self.ops.prefill_attention
@@ -203,6 +207,9 @@ class PagedContext:
             ks, vs = self.kv.k_scale[attn_idx], self.kv.v_scale[attn_idx]
             kv_quant.write_fp8(kc, ks, self.write_idx, k, bs)
             kv_quant.write_fp8(vc, vs, self.write_idx, v, bs)
+        elif self.write_run is not None:
+            kc[:, self.write_run].copy_(k.transpose(0, 1))
+            vc[:, self.write_run].copy_(v.transpose(0, 1))
         else:
             kc.index_copy_(1, self.write_idx, k.to(store).transpose(0, 1))
             vc.index_copy_(1, self.write_idx, v.to(store).transpose(0, 1))
@@ -250,8 +257,9 @@ class PagedContext:
 
         cpu_flash = sliding_window is None and q.device.type == "cpu" and FLASH_LONG_PREFILL
         if (cpu_flash and (self.prefill_bf16 or LONG_PREFILL_BF16) and store == torch.bfloat16 and not fp8
-                and isinstance(r, slice) and s.length > FOLD_ROWS):  # bf16 flash parts on the pool's view
-            return prefix_flash_attention(q_seq.to(store), load, s.past_len, scale, whole_past=True).to(q.dtype)
+                and s.length > FOLD_ROWS):  # bf16 flash parts on the pool's view (or a bf16 gather: a snapshot fork)
+            return prefix_flash_attention(q_seq.to(store), load, s.past_len, scale,
+                                          whole_past=isinstance(r, slice)).to(q.dtype)
         in_place = isinstance(r, slice) and store == q.dtype and s.length == 1
         if S <= LONG_CONTEXT or in_place:  # short, or a decode over a view: SDPA reads the pool directly
             return causal_attention(q_seq, past(kc, r), past(vc, r), scale, s.past_len, sliding_window)

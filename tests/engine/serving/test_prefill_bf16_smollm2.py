@@ -11,6 +11,7 @@ import torch
 
 from engine.forward_context import SeqSpan
 from engine.llm_engine import EngineConfig, LLMEngine
+from engine.sampling import SamplingParams
 
 pytestmark = pytest.mark.slow
 
@@ -79,3 +80,30 @@ def test_bf16_prefill_attention_within_tolerance_of_the_fp32_path(models, prompt
         print(f"{name}: max {float(diff.max()):.3f} mean {errs[name]:.4f} top-1 {top1:.3f}")
         assert float(diff.max()) < MAX_ABS and errs[name] < MEAN_ABS and top1 >= TOP1
     assert errs["bf16 attention"] < 1.5 * errs["fp32 attention"]  # observed 0.066 vs 0.066
+
+
+@torch.inference_mode()
+def test_question_on_a_snapshot_reads_the_forked_past_in_bf16_like_a_fresh_prefill(models, prompt):
+    """A question after a snapshot of a long system message (the dossier case): its past is a fork whose last
+    block was copied, so it reads a gather, not a view; the bf16 path takes it, with the fresh prefill's answer."""
+    _, int4 = models
+    prefix, question = prompt[:2100], prompt[2100:2140]  # a 40-token continuation: a prefill chunk, not a decode
+    eng = engine(int4, "bfloat16", len(prefix) + len(question) + 8)
+    assert eng.runner.ctx.prefill_bf16
+    greedy = SamplingParams(max_tokens=1, ignore_eos=True)
+    eng.add_request(prefix, SamplingParams(max_tokens=1), snapshot_target="dossier")
+    while eng.has_work:
+        eng.step()
+    eng.add_request(question, greedy, snapshot="dossier")
+    while eng.has_work:
+        eng.step()
+    assert not isinstance(eng.runner.ctx.read[0], slice)  # the forked past was gathered
+    from_snapshot = eng.runner.last_logits[-1]
+    fresh = engine(int4, "bfloat16", len(prefix) + len(question) + 8)
+    fresh.add_request(prefix + question, greedy)
+    while fresh.has_work:
+        fresh.step()
+    want = fresh.runner.last_logits[-1]
+    diff = (from_snapshot - want).abs()
+    print(f"snapshot vs fresh: max {float(diff.max()):.3f} mean {float(diff.mean()):.4f}")
+    assert int(from_snapshot.argmax()) == int(want.argmax()) and float(diff.max()) < 1.0 and float(diff.mean()) < 0.1
