@@ -50,9 +50,24 @@ class LlamaCpp:
     """Greedy generation through llama.cpp's own eval loop (argmax of the last logits, EOS not special)."""
 
     def __init__(self, path: Path):
+        import llama_cpp.llama_cpp as lib
         from llama_cpp import Llama
 
-        self.llm = Llama(str(path), n_ctx=4096, n_batch=512, n_threads=torch.get_num_threads(), verbose=False)
+        default_params = lib.llama_model_default_params
+
+        def no_extra_buffers():
+            # llama.cpp's AMX buffer repacks the Q4_1 tensors on CPUs with AMX and then segfaults in the first
+            # eval (llama-cpp-python 0.3.36, Xeon with AMX_INT8, seen 2026-12-03); without the extra buffer
+            # types it runs its plain AVX512 Q4_1 kernels (Q4_1 has no CPU repack anyway)
+            params = default_params()
+            params.use_extra_bufts = False
+            return params
+
+        lib.llama_model_default_params = no_extra_buffers
+        try:
+            self.llm = Llama(str(path), n_ctx=4096, n_batch=512, n_threads=torch.get_num_threads(), verbose=False)
+        finally:
+            lib.llama_model_default_params = default_params
 
     def prefill(self, ids: list[int]) -> float:
         self.llm.reset()
@@ -60,15 +75,20 @@ class LlamaCpp:
         self.llm.eval(ids)
         return time.perf_counter() - t0
 
+    def argmax(self) -> int:
+        # Llama.scores is only filled with logits_all=True (0.3.x): read the last token's logits from the context
+        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits_ith(-1), shape=(self.llm.n_vocab(),))
+        return int(np.argmax(logits))
+
     def generate(self, ids: list[int], new: int) -> tuple[float, float, list[int]]:
         """-> (seconds to the first token, seconds for the rest, tokens)."""
         t0 = time.perf_counter()
         self.prefill(ids)
-        out = [int(np.argmax(self.llm.scores[self.llm.n_tokens - 1]))]
+        out = [self.argmax()]
         first = time.perf_counter()
         while len(out) < new:
             self.llm.eval([out[-1]])
-            out.append(int(np.argmax(self.llm.scores[self.llm.n_tokens - 1])))
+            out.append(self.argmax())
         return first - t0, time.perf_counter() - first, out
 
 
