@@ -291,3 +291,27 @@ def narrow(kb, tenant: str, question: str, docs: list, min_best: float = 0.0) ->
     if len(kept) == len(docs):
         return docs, ""
     return kept, "the filing for the period or form the question names"
+
+
+DATE_PHRASE = re.compile(rf"(?:,\s*)?\b(?:as (?:of|at)|on|from|dated|since)?\s*(?:{DATE_MDY.pattern}|{DATE_DMY.pattern}|"
+                         rf"{DATE_ISO.pattern})(?:\s+onwards?)?", re.I)
+
+
+def without_filing_date(kb, tenant: str, question: str, doc_ids: list[str]) -> str:
+    """``question`` without a date that is the date of report of the filing answering it ("... from the
+    separation of Kenvue, as of August 30, 2023?" over the 8-K dated August 30, 2023): that date names the
+    filing, it is no period a sentence of it must state."""
+    dates = {}
+    for m in DATE_PHRASE.finditer(question):
+        d = _date(m.group(0))
+        if d:
+            dates[m.group(0)] = d
+    if not dates or not doc_ids:
+        return question
+    docs = [d for d in kb.list_documents(tenant) if d.id in set(doc_ids)]
+    reported = [f.report_date for f in (FILINGS.get(kb, tenant, d) for d in docs) if f.report_date]
+    out = question
+    for phrase, d in dates.items():
+        if any(abs((r - d).days) <= 3 for r in reported):
+            out = out.replace(phrase, " ")
+    return " ".join(out.split()).replace(" ?", "?")

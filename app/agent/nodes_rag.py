@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from app import prompts
 from app.agent import clause_types, scope as scope_mod
 from app.agent.clause_search import find_passages
+from app.agent.filing_scope import without_filing_date
 from app.agent.filing_subject import asks_subject, subject_answer
 from app.agent.grounding import clean_answer
 from app.agent.quotes import candidate_quotes
@@ -62,7 +63,10 @@ def make_rag_nodes(deps: AgentDeps):
         # the sentence that states it and the span read off it, verified; a question of a clause type whose clause
         # did not verify gets a figure at most (its wording merely met a clause type's), never a looser clause
         ranked = graded + [p for p in state.get("passages") or [] if p not in graded]
-        found = text_answer(question, ranked, state["question"], kinds=None if ctype is None else FIGURE_ASKS)
+        docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
+        asked = without_filing_date(deps.kb, state["tenant"], question, docs)  # "as of <the 8-K's date>"
+        full = without_filing_date(deps.kb, state["tenant"], state["question"], docs)
+        found = text_answer(asked, ranked, full, kinds=None if ctype is None else FIGURE_ASKS)
         if found:
             return found
         if ctype is None and graded:  # free generation only as the fallback, kept only when it verifies

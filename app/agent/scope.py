@@ -139,7 +139,7 @@ def resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) ->
     period or form it names (``filing_scope``) picks among that company's filings. The query keeps the
     question's periods and topics; only the names of the chosen documents (file-name words, the company
     named) are taken out."""
-    from app.agent.company_scope import company_scope, without_companies
+    from app.agent.company_scope import company_scope, mentions, without_companies
 
     scope = _resolve(kb, tenant, question, doc_ids)
     try:
@@ -147,8 +147,12 @@ def resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) ->
     except Exception:  # never blocks a question: the name-profile scope stands
         return scope
     query = scope.query
-    if cs.matched:
-        stripped = without_companies(query, cs.matched)
+    if cs.matched and cs.doc_ids:  # the company named, if the files are named after it (not a topic: "Kenvue")
+        files: set[str] = set()
+        for d in _docs(kb, tenant, cs.doc_ids):
+            files |= _file_words(d.filename)
+        own = [m.text for m in mentions(question) if m.text in cs.matched and _named_in(m.tokens, files)]
+        stripped = without_companies(query, own) if own else query
         query = stripped if len(words(stripped)) >= 2 else query
     chosen = scope.doc_ids
     named = None if chosen else _named_by_file_names(kb, tenant, question, doc_ids)
@@ -166,7 +170,10 @@ def _docs(kb, tenant: str, doc_ids: list[str] | None) -> list:
 
 
 def _file_words(filename: str) -> set[str]:
-    return {w for w in re.split(r"[^a-z0-9&]+", filename.lower()) if len(w) > 1}
+    """The words of a file name and the initials of each pair ("JOHNSON_JOHNSON" -> "jnj", "j&j")."""
+    fw = [w for w in re.split(r"[^a-z0-9&]+", filename.lower()) if w]
+    pairs = {f"{a[0]}{j}{b[0]}" for a, b in zip(fw, fw[1:]) if a[0].isalpha() and b[0].isalpha() for j in ("n", "&")}
+    return {w for w in fw if len(w) > 1} | pairs
 
 
 def _names(query: str):
@@ -206,9 +213,8 @@ def _strip_file_names(kb, tenant: str, query: str, chosen: list[str] | None) -> 
     if not chosen:
         return query
     files: set[str] = set()
-    for d in kb.list_documents(tenant):
-        if d.id in chosen:
-            files |= _file_words(d.filename)
+    for d in _docs(kb, tenant, chosen):
+        files |= _file_words(d.filename)
     out = query
     for start, end, toks in reversed(list(_names(query))):
         if _named_in(toks, files):

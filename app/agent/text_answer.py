@@ -225,8 +225,8 @@ MORE = 2  # further sentences an open list question may quote
 
 def more_sentences(ask: Ask, question: str, first: Candidate, cands: list[Candidate],
                    weights: dict[str, float]) -> list[tuple[Candidate, str]]:
-    """Other sentences of the same document and page (or the next) that state a parallel item (they open with
-    the same three words) and verify on their own ("What are the major acquisitions ...": "In fiscal 2022, we
+    """Other sentences of the same document and page (or the next) that state a parallel item (four words in a
+    row shared near their openings) and verify on their own ("What are the major acquisitions ...": "In fiscal 2022, we
     acquired ..." once per acquisition)."""
     out = []
     page = first.passage.get("page") or 0
@@ -234,8 +234,8 @@ def more_sentences(ask: Ask, question: str, first: Candidate, cands: list[Candid
         if c is first or c.passage.get("doc_id") != first.passage.get("doc_id") \
                 or abs((c.passage.get("page") or 0) - page) > 1 or c.score < 0.8 * first.score:
             continue
-        if _opening(c.quote) != _opening(first.quote):
-            continue  # not a parallel item ("In fiscal 2022, we acquired ..." twice)
+        if not _opening(c.quote) & _opening(first.quote):
+            continue  # not a parallel item ("In fiscal 2022, we acquired ..." in both openings)
         span = extract(ask, c.quote)
         if span is None or span != _strip(c.quote) or any(span == sp for _, sp in out):
             continue
@@ -246,8 +246,10 @@ def more_sentences(ask: Ask, question: str, first: Candidate, cands: list[Candid
     return out
 
 
-def _opening(sentence: str) -> list[str]:
-    return WORD.findall(sentence.lower())[:3]
+def _opening(sentence: str) -> set[tuple[str, ...]]:
+    """The word 4-grams of a sentence's first 15 words (a heading before it may differ)."""
+    w = WORD.findall(sentence.lower())[:15]
+    return {tuple(w[i:i + 4]) for i in range(len(w) - 3)}
 
 
 def citation(p: dict, quote: str) -> dict:

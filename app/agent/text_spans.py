@@ -103,8 +103,14 @@ def ask_of(question: str) -> Ask:
     ql = q.lower()
     years = question_years(q)
     drop = {stem(c) for c in CUE_WORDS | FILLER}
-    key = {w for w in key_words(QUESTION_PERIOD.sub(" ", QUESTION_DATE.sub(" ", ql)))
-           if not YEAR.fullmatch(w) and w not in drop}
+
+    def terms(text: str) -> set[str]:
+        return {w for w in key_words(QUESTION_PERIOD.sub(" ", QUESTION_DATE.sub(" ", text)))
+                if not YEAR.fullmatch(w) and w not in drop}
+
+    # an aside in parentheses ("(formerly Consumer Health business segment)", "(by top line)") qualifies the
+    # question; its words are no terms a sentence must carry
+    key = terms(re.sub(r"\([^()]*\)", " ", ql)) or terms(ql)
     multi = bool(re.search(r"\brespectively\b|\beach of\b", ql)) or len(years) >= 2 and bool(
         re.search(r"\b(?:in|for|of|at|during|as of)\b[^?]*\d{4}\s*(?:,|and)\s*\d{4}", ql)) and not re.search(
         r"\b(?:change|differ|increase|decrease|grow|growth|average|total|sum|ratio|between)\b", ql)

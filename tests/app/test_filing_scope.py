@@ -201,6 +201,16 @@ def test_spellings_fold_and_a_table_caption_answers_nothing(env):
     assert text_answer(sc.query, passages, q) is None
 
 
+def test_the_date_of_report_names_the_filing_not_a_period(env):
+    """"as of July 1, 2022" is the 8-K's date of report: its sentence need not name 2022; a parenthesised aside
+    is no term the sentence must carry."""
+    _kb, _deps, ids = env
+    ans = ask(env, "What is the amount of the cash proceeds that Northwind realised from the separation of Kenvale "
+                   "(formerly its retail segment), as of July 1, 2022?")
+    assert ans["supported"] and ans["answer"] == "$13.2 billion", ans
+    assert [c["doc_id"] for c in ans["citations"]] == [ids["northwind-c.pdf"]]
+
+
 def test_the_query_keeps_the_periods_and_topics_only_names_go(env):
     from app.agent import scope as scope_mod
 
