@@ -113,7 +113,8 @@ def bench_ingest(tmp: Path, n_files: int, repeats: int = 2) -> None:
 
     print(f"corpus: {len(files)} financebench filings, {pages} pages, {n_chunks} chunks  (load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
-    print(f"  parse+chunk alone       : {pages / parse_s:7.2f} pages/s ({parse_s:.1f} s, CPU {parse_cpu:.1f} s)")
+    print(f"  parse+chunk alone       : {pages / parse_s:7.2f} pages/s ({parse_s:.1f} s, CPU {parse_cpu:.1f} s = "
+          f"{1000 * parse_cpu / pages:.0f} ms per page, {parse_cpu / med['embed1'][1]:.0%} of embedding's CPU)")
     for key, label in (("embed", "embedding alone, team"), ("embed1", "embedding alone, team-1")):
         print(f"  {label:24s}: {pages / med[key][0]:7.2f} pages/s  {n_chunks / med[key][0]:6.1f} chunks/s "
               f"(runs {walls(key)} s, CPU {med[key][1]:.1f} s)")

@@ -1,10 +1,12 @@
-"""PDF: page text from pypdfium2 (fast), tables from pdfplumber only on pages that may hold one.
+"""PDF: page text from pypdfium2 (fast), tables searched only on pages that may hold one, without pdfminer.
 
 pypdf checks encryption; pypdfium2 gives each page's text and heading lines (set larger than the body);
 a cheap pre-check (numbers aligned in columns, from pypdfium2's character boxes, or ruling paths) picks the
-pages searched for tables: pages with numbers aligned but no rules from pypdfium2's characters alone,
-pages with rules by pdfplumber (``ingest.table_pdf``). If pypdfium2 cannot open a file, pdfplumber reads
-the text of every page as before. Sideways pages are turned upright for both text and tables.
+pages searched for tables: pages with numbers aligned but no rules from pypdfium2's characters alone, at
+once; pages with rules ("ruled") later (``parse_pdf_text``'s second step), by pdfplumber's grid search on the
+page's drawn paths and characters read with pypdfium2 (``ingest.table_ruled``). pdfplumber (pdfminer) reads
+only what pypdfium2 cannot place: /Rotate pages, pages whose text pdfium cannot map char by char, and every
+page of a file pypdfium2 cannot open. Sideways pages are turned upright for both text and tables.
 """
 from __future__ import annotations
 
