@@ -227,7 +227,9 @@ class PagedContext:
                 self._plan = self.ops.plan_decode([s.start for s in self.spans], [s.length for s in self.spans],
                                                   [s.past_len for s in self.spans], self.read, kc.shape[1],
                                                   long_rest=LONG_CONTEXT, long_slices=store != qd.dtype)
-            out = self.ops.decode_attention(qd, kc, vc, None, None, scale, bs, plan=self._plan).to(q.dtype)
+            out = self.ops.decode_attention(qd, kc, vc, None, None, scale, bs, plan=self._plan)
+            if qd.dtype != q.dtype and self._plan.rest:
+                out = out.to(q.dtype)  # else a bf16 output goes to the int4 output projection as it is
             for i in self._plan.rest:
                 s = self.spans[i]
                 out[s.start:s.start + s.length] = self._attend_one(i, q, kc, vc, scale, sliding_window)

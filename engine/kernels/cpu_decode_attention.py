@@ -74,15 +74,16 @@ Read = Union[slice, torch.Tensor]
 
 def bf16_decode(model) -> bool:
     """Whether a CPU model's decode steps already round every attention layer's q/k/v to bf16: the model is
-    bf16, or its qkv projections are int4-packed (the int4 kernel takes and returns bf16, engine/quant/
+    bf16, or its qkv and output projections are int4-packed (the int4 kernel takes and returns bf16, engine/quant/
     cpu_kernels.py). Then decode attention over a bf16 KV pool computes in bf16 on the pool's views
-    (PagedContext.decode_bf16) instead of on fp32 copies of every past, within the int4 path's tolerance."""
+    (PagedContext.decode_bf16) instead of on fp32 copies of every past, within the int4 path's tolerance, and
+    hands its bf16 output to the output projection as it is (that GEMM would round it to bf16 anyway)."""
     if model.device.type != "cpu":
         return False
     if model.dtype == torch.bfloat16:
         return True
-    qkv = [b.mixer.qkv_proj for b in model.blocks if b.kind == "attention"]
-    return bool(qkv) and all(p.packed_kind == "int4" for p in qkv)
+    attn = [b.mixer for b in model.blocks if b.kind == "attention"]
+    return bool(attn) and all(a.qkv_proj.packed_kind == "int4" and a.o_proj.packed_kind == "int4" for a in attn)
 
 
 def _mask(past: list[int], L: int, keys: int) -> Optional[torch.Tensor]:

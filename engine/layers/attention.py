@@ -22,12 +22,10 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         s = self.spec
-        qkv = self.qkv_proj(x)
-        n_qk = s.num_heads + s.num_kv_heads
-        qk = qkv[:, :n_qk * s.head_dim].view(-1, n_qk, s.head_dim)
+        qkv = self.qkv_proj.forward(x).view(-1, s.num_heads + 2 * s.num_kv_heads, s.head_dim)
+        qk, v = qkv.split([s.num_heads + s.num_kv_heads, s.num_kv_heads], dim=1)
         if self.rotary is not None:  # q and k heads rotated in one call
-            qk = self.rotary(qk, positions)
-        q, k = qk[:, :s.num_heads], qk[:, s.num_heads:]
-        v = qkv[:, n_qk * s.head_dim:].view(-1, s.num_kv_heads, s.head_dim)
+            qk = self.rotary.forward(qk, positions)
+        q, k = qk.split([s.num_heads, s.num_kv_heads], dim=1)
         out = ctx.attend(self.attn_idx, q, k, v, self.scale, s.sliding_window)
-        return self.o_proj(out.reshape(-1, self.q_size))
+        return self.o_proj.forward(out.reshape(-1, self.q_size))
