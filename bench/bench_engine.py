@@ -16,7 +16,8 @@ because a shared VM's speed drifts by 10-20% (or far more when others compute) b
 
     lexicon bench engine      (or: python bench/bench_engine.py)
 Env: BENCH_MODES, BENCH_REQUESTS, BENCH_PROMPT_TOKENS, BENCH_NEW_TOKENS, BENCH_REPEATS, BENCH_DTYPES
-(float32,bfloat16), BENCH_REFERENCE (1), BENCH_DOSSIER_TOKENS (6000), BENCH_KV_DTYPE (the model's), BENCH_CPU_GEMM (load_model's cpu_gemm:
+(float32,bfloat16), BENCH_REFERENCE (1), BENCH_DOSSIER_TOKENS (6000), BENCH_KV_DTYPE (the model's; bf16 for int4
+weights), BENCH_CPU_GEMM (load_model's cpu_gemm:
 "onednn" for fp32 GEMMs; the int4 GEMM rounds logits to bf16, where greedy near-ties make "outputs equal"
 depend on batch shape).
 """
@@ -58,7 +59,11 @@ def make_llm(path: Path, loaded, kernels: str = "auto", speculative: bool = Fals
     from engine.kernels import select_ops
     from engine.llm_engine import LLM
 
-    kv = "float32" if loaded.model.dtype == torch.float32 else "bfloat16"  # the reference's cache dtype
+    from engine.kernels.cpu_decode_attention import bf16_decode
+
+    # the reference's cache dtype; int4 weights (bf16 q/k/v anyway): the engine's default bf16 pool, where decode
+    # attention computes in bf16 (PagedContext.decode_bf16)
+    kv = "float32" if loaded.model.dtype == torch.float32 and not bf16_decode(loaded.model) else "bfloat16"
     kv = os.environ.get("BENCH_KV_DTYPE") or kv
     llm = LLM(path, max_model_len=max_len or PROMPT + NEW + 16, max_num_seqs=seqs or N_REQ, memory_gib=3.0,
               kv_dtype=kv, chunk_tokens=chunk, loaded=loaded, speculative=speculative)
