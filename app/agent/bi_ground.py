@@ -39,13 +39,33 @@ def _has(text_low: str, words: set[str], phrase: str, ws: set[str]) -> bool:
     return ws <= words
 
 
+def _inside_other_names(text_low: str) -> set[int]:
+    """Synonym groups the text names only inside a longer name of another group ("sales" in "cost of sales" is
+    not revenue)."""
+    norm = " " + " ".join(WORD.findall(text_low)) + " "
+    spans: list[tuple[int, int, int]] = []
+    for gi, group in enumerate(SYNONYMS):
+        for p in group:
+            needle = " " + " ".join(WORD.findall(p)) + " "
+            if needle.strip():
+                spans += [(m.start(), m.start() + len(needle), gi) for m in re.finditer(re.escape(needle), norm)]
+    out = set()
+    for gi in {g for _, _, g in spans}:
+        own = [(a, b) for a, b, g in spans if g == gi]
+        if own and all(any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) and g2 != gi for a2, b2, g2 in spans)
+                       for a, b in own):
+            out.add(gi)
+    return out
+
+
 def synonym_words(question: str, label: str) -> set[str]:
     """Label words that name, in other words, something the question names ("net sales" for "revenue")."""
     q_low, l_low = question.lower(), label.lower()
     qw, lw = content_words(question), content_words(label)
     out: set[str] = set()
-    for group in _SYN:
-        if any(_has(q_low, qw, p, ws) for p, ws in group):
+    inside = _inside_other_names(q_low)
+    for gi, group in enumerate(_SYN):
+        if any(_has(q_low, qw, p, ws) for p, ws in group) and gi not in inside:
             for p, ws in group:
                 if _has(l_low, lw, p, ws):
                     out |= ws or {p}
@@ -76,6 +96,7 @@ class RowMatch:
     dense: float
     matched: frozenset
     pos: int  # where in the question the row is named (first matched word), for operand order
+    named: float = 0.0  # ``lex`` before the total / item preference: "Total net sales" is named by "revenue"
 
 
 def _positions(text: str) -> dict[str, int]:
@@ -116,6 +137,7 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         sw = content_words(row.section) - lw
         if sw and matched:  # the section tells apart rows of the same name
             lex += 0.25 * len(sw & plain) / len(sw)
+        named = lex  # how well the question names the row, before the preference between total and item rows
         if re.search(r"\btotal\b", row.label, re.I) and matched:  # "total" is not needed to name it, but
             # a question that says it prefers the total row (unless "total" asks for a sum), else the item
             lex += 0.1 if pq.wants_total and pq.op != "sum" and lw != TOTAL_WORDS else -0.15 * (not pq.wants_total)
@@ -124,7 +146,7 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         # where the question names the row: its last-appearing word's first occurrence ("net sales to cost of
         # sales": "cost of sales" is named where "cost" is, not where the shared "sales" first occurs)
         first = max((pos[w] for w in matched if w in pos), default=10_000)
-        out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first))
+        out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first, named))
     out.sort(key=lambda m: -m.score)
     return out
 

@@ -46,7 +46,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     if not over_all_rows:
         for row in rows:
             m = by_row.get(id(row))
-            if m is None or not (m.lex >= ROW_LEX or (m.dense >= ROW_DENSE and m.matched) or _sole_head(m, matches)):
+            if m is None or not (max(m.lex, m.named) >= ROW_LEX or (m.dense >= ROW_DENSE and m.matched) or _sole_head(m, matches)):
                 doubts.append(f"the row {row.label!r} is not clearly what the question names")
     want = content_words(entity_text(pq.phrase)) - GENERIC
     if want and not over_all_rows:

@@ -62,7 +62,7 @@ def _pq(phrase: str) -> ParsedQuestion:
 
 
 def _grounded(m: RowMatch) -> bool:
-    return m.lex >= ROW_LEX or (m.dense >= ROW_DENSE and bool(m.matched))
+    return max(m.lex, m.named) >= ROW_LEX or (m.dense >= ROW_DENSE and bool(m.matched))
 
 
 def row_choices(views: list[TableView], item: str, statements: list[str],
@@ -86,7 +86,9 @@ def row_choices(views: list[TableView], item: str, statements: list[str],
                 # on the statement the item is read from, a label that begins with its name ("Depreciation and
                 # amortization of property, equipment and intangibles") is that item, qualified
                 head = bool(home) and stmt == home and _norm(m.row.label).startswith(_norm(phrase) + " ")
-                g = _grounded(m) or head
+                # a standard item is named by its labels' words (an embedding alone took "Total net sales" for
+                # "total cost of sales"); another item may also be named by a close embedding sharing a word
+                g = (max(m.lex, m.named) >= ROW_LEX if concept else _grounded(m)) or head
                 prev = best.get(id(m.row))
                 if prev is None or (g, s) > (prev[1], prev[0]):
                     best[id(m.row)] = (s, g, m.row)

@@ -116,7 +116,8 @@ def load_view(info, rows: list[list], columns: list[str]) -> Optional[TableView]
     label_col = text_cols[0].name if text_cols else None
     cols = [Col(c.name, c.label or c.name, _col_period(c), c.unit or unit, c.unit == "%" or "%" in (c.label or ""),
                 str(_meta(c, "period_end", "") or ""), int(_meta(c, "period_months", 0) or 0)) for c in numeric]
-    others = [c for c in text_cols if c.name != label_col]
+    # text columns without a header of their own ("col_2"): where a misread table leaves numbers and headers
+    others = [c for c in text_cols if c.name != label_col and not (c.label or "").strip()]
     out, section, reheaded = [], "", ""
     for r in rows:
         label = str(r[idx[label_col]]).strip() if label_col and r[idx[label_col]] is not None else ""
@@ -143,8 +144,9 @@ _NUMBER_TEXT = re.compile(r"^\(?[-−]?\$?\s*\d[\d,]*(?:\.\d+)?\)?\s*%?$")
 
 
 def _misaligned(text_cols: list, rows: list, idx: dict) -> str:
-    """A text column (not the labels) that holds mostly numbers: the table reader split the columns elsewhere than
-    the headers, so a period column's values may belong to its neighbour (a "∆%" column read as "2023")."""
+    """A text column without a header (not the labels) that holds mostly numbers: the table reader split the columns
+    elsewhere than the headers, so a period column's values may belong to its neighbour (a "∆%" column read as
+    "2023")."""
     for c in text_cols:
         filled = [str(r[idx[c.name]]).strip() for r in rows if r[idx[c.name]] not in (None, "")]
         nums = [v for v in filled if _NUMBER_TEXT.match(v)]

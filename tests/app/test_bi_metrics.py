@@ -193,3 +193,27 @@ def test_a_table_whose_columns_are_misread_grounds_nothing():
     doubts = layout_doubts(view, [ebitda])
     assert len(doubts) == 2 and "misread" in doubts[0] and "header row inside the table" in doubts[1], doubts
     assert "misread" in layout_doubts(view, [view.rows[0]])[0]  # above the header row: the columns are still off
+
+
+AMAZON = __import__("pathlib").Path(__file__).resolve().parents[3] / "shared/eval/financebench-dev/pdfs/AMAZON_2017_10K.pdf"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not AMAZON.exists(), reason=f"{AMAZON} is absent (a FinanceBench dev filing)")
+def test_a_real_filing_days_payable_outstanding_from_two_statements(tmp_path_factory):
+    """The real 10-K: accounts payable and inventories from the balance sheet (two year-ends), cost of sales from
+    the statement of operations; the cash-flow statement's 'Accounts payable' change is not the operand."""
+    env = bi_env(tmp_path_factory, "bi-amazon", AMAZON.name, "", 0, source=AMAZON)
+    kb_deps_doc = next(env)
+    q = ("What is Amazon's FY2017 days payable outstanding (DPO)? DPO is defined as: 365 * (average accounts payable "
+         "between FY2016 and FY2017) / (FY2017 COGS + change in inventory between FY2016 and FY2017). Round your "
+         "answer to two decimal places. Address the question by using the line items and information shown within "
+         "the balance sheet and the P&L statement.")
+    out = ask_bi(kb_deps_doc, "bi-amazon", q)
+    assert out["supported"] is True and head(out).endswith("= 93.86 days."), out
+    rows = out["answer"].split("Rows used:")[1]
+    assert "Accounts payable (2017) 34,616, balance sheet" in rows and "Cost of sales (2017) 111,934" in rows, rows
+    q = "What is Amazon's FY2017 return on assets (ROA)? Round your answer to two decimal places."
+    out = ask_bi(kb_deps_doc, "bi-amazon", q)  # 3,033 / ((131,310 + 83,402) / 2)
+    assert out["supported"] is True and head(out).endswith("= 0.03."), out
+    env.close()
