@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 import torch
 
 from engine.llm_engine import EngineConfig, LLMEngine, Prompt, RequestOutput
-from engine.openmp import release_thread_pool
+from engine.openmp import LoadAwareTeam, release_thread_pool
 from engine.sampling import SamplingParams
 from engine.sequence import Sequence
 from engine.snapshot import SnapshotInfo
@@ -110,6 +110,7 @@ class LLM:
                                                      chunk_tokens, device, speculative, max_waiting=max_waiting,
                                                      decode_graphs=decode_graphs))
         release_thread_pool()  # the loop thread below is the one that computes (engine/openmp.py)
+        self.team = LoadAwareTeam()  # its OpenMP team: one thread while the machine is oversubscribed
         self.tokenizer = loaded.tokenizer
         self.max_model_len = max_model_len
         self.model_name = loaded.config.name or str(model_path)
@@ -149,6 +150,7 @@ class LLM:
                 if self._closed:
                     return
                 try:
+                    self.team.update()
                     events = self.engine.step()
                 except BaseException as exc:  # fail every waiting caller rather than hang them
                     self._fail_all(exc)

@@ -6,7 +6,7 @@ import threading
 import pytest
 import torch
 
-from engine.openmp import release_thread_pool
+from engine.openmp import _libgomp, release_thread_pool
 
 
 def _threads() -> int:
@@ -31,3 +31,40 @@ def test_a_thread_that_ran_parallel_torch_work_gives_its_workers_back():
     assert result["released"] is True
     assert result["after_release"] <= result["with_pool"] - (torch.get_num_threads() - 1)
     torch.testing.assert_close(result["product"], x @ x)
+
+
+@pytest.mark.skipif(_libgomp() is None, reason="sets the team through libgomp (torch's OpenMP runtime on Linux)")
+def test_load_aware_team_computes_alone_while_the_machine_is_oversubscribed():
+    from engine.openmp import LoadAwareTeam
+
+    loads = iter([0.5, 3.5, 2.8, 2.2, 2.9, 3.1])
+    team = LoadAwareTeam(threads=2, cpus=2, interval=1.0, loadavg=lambda: next(loads))
+    seen = {}
+
+    def loop():  # on its own thread, as the engine loop: the test's thread keeps its team
+        seen["teams"] = [(team.update(now=float(t)), torch.get_num_threads()) for t in range(6)]
+        seen["within interval"] = team.update(now=5.5)  # the load is not read again (the iterator is empty)
+
+    t = threading.Thread(target=loop)
+    t.start()
+    t.join()
+    # full team; over cpus + 1 -> 1; between the thresholds it stays; under cpus + 0.5 -> full again
+    assert seen["teams"] == [(2, 2), (1, 1), (1, 1), (2, 2), (2, 2), (1, 1)] and seen["within interval"] == 1
+
+
+@pytest.mark.skipif(torch.get_num_threads() < 2 or _libgomp() is None, reason="needs a multi-threaded torch on libgomp")
+def test_load_aware_team_sets_only_the_computing_threads_team():
+    from engine.openmp import LoadAwareTeam
+
+    full, seen = torch.get_num_threads(), {}
+
+    def loop(load: float):
+        team = LoadAwareTeam(cpus=2, loadavg=lambda: load)
+        seen[load] = (team.update(), torch.get_num_threads(), float((torch.ones(64, 64) @ torch.ones(64, 64))[0, 0]))
+
+    for load in (10.0, 0.0):
+        t = threading.Thread(target=loop, args=(load,))
+        t.start()
+        t.join()
+    assert seen[10.0] == (1, 1, 64.0) and seen[0.0] == (full, full, 64.0)  # a later thread starts with the full team
+    assert torch.get_num_threads() == full  # the caller's team is untouched
