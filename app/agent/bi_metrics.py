@@ -260,6 +260,8 @@ def metric_for(question: str) -> Optional[Metric]:
     if entry is None:
         return None
     _, name, formulas, unit = entry
+    if unit == "ratio" and re.search(r"%|\bpercent", question, re.I):  # "ROA (as a %)": the ratio in percent
+        unit = "percent"
     trees = [_expand(parse(f, _REFS), {}) for f in formulas]
     return Metric(name, trees, unit, False)
 

@@ -217,3 +217,32 @@ def test_a_real_filing_days_payable_outstanding_from_two_statements(tmp_path_fac
     out = ask_bi(kb_deps_doc, "bi-amazon", q)  # 3,033 / ((131,310 + 83,402) / 2)
     assert out["supported"] is True and head(out).endswith("= 0.03."), out
     env.close()
+
+
+def test_formulas_as_analysts_write_them():
+    from app.agent.bi_formula import Ref, parse, show, terms
+    from app.agent.bi_metrics import definitions, metric_for
+
+    t = parse("365 * (average accounts payable between FY2016 and FY2017) / (FY2017 COGS + change in inventory "
+              "between FY2016 and FY2017)")
+    assert [(x.name, x.agg, [p.year for p in x.periods]) for x in terms(t)] == [
+        ("accounts payable", "average", [2016, 2017]), ("COGS", "value", [2017]), ("inventory", "change", [2016, 2017])]
+    assert show(parse("total current assets less total current liabilities")) == \
+        "total current assets − total current liabilities"
+    t = parse("(cash and cash equivalents + [short-term investments] + accounts receivable) / current liabilities")
+    assert [x.optional for x in terms(t)] == [False, True, False, False]  # "short-term" is a word, not a minus
+    assert isinstance(parse("DIO + DSO - DPO", frozenset({"dio", "dso", "dpo"})).left.left, Ref)
+    q = ("What is the FY2019 cash conversion cycle (CCC) for X? CCC is defined as: DIO + DSO - DPO. DIO is defined "
+         "as: 365 * (average inventory between FY2018 and FY2019) / (FY2019 COGS). DSO is defined as: 365 * (average "
+         "accounts receivable between FY2018 and FY2019) / (FY2019 Revenue). DPO is defined as: 365 * (average "
+         "accounts payable between FY2018 and FY2019) / (FY2019 COGS + change in inventory between FY2018 and FY2019).")
+    assert [n for n, _ in definitions(q)] == ["CCC", "DIO", "DSO", "DPO"]
+    m = metric_for(q)  # the question's own sub-definitions, expanded
+    assert m.defined and m.unit == "days" and len(terms(m.formulas[0])) == 7
+    assert metric_for("What was AMCOR's Adjusted Non GAAP EBITDA for FY 2023?") is None  # the company's own measure
+    assert metric_for("What is the FY2019 ROA (as a %)?").unit == "percent"
+
+
+def test_a_margin_the_statement_does_not_print_is_computed(env):
+    out = ask(env, "What is Acme's FY2019 gross margin?")
+    assert out["supported"] is True and head(out).endswith("= 41.67%."), out  # 500 / 1,200
