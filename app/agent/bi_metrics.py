@@ -200,6 +200,10 @@ def definitions(question: str) -> list[tuple[str, str]]:
     return out
 
 
+PART = re.compile(r"\b(?:segments?|regions?|divisions?|business(?:es)? units?|categor(?:y|ies)|product lines?|"
+                  r"countr(?:y|ies)|geograph\w*|brands?|subsidiar(?:y|ies))\b", re.I)
+
+
 def _key(name: str) -> str:
     """"DPO", "Days payable outstanding (DPO)", "working capital ratio" -> a lower-case key."""
     m = re.search(r"\(([A-Za-z&]{2,6})\)", name)
@@ -256,6 +260,8 @@ def metric_for(question: str) -> Optional[Metric]:
                 return Metric(shown, [tree], _unit_of(name + " " + question, expr), True)
     if re.search(r"(?<!un)adjusted|non[- ]gaap|pro forma", question, re.I):
         return None  # the company's own adjusted measure, not the standard definition over the statements
+    if PART.search(question):
+        return None  # a segment's / region's figure: the statements give the company's
     entry = _library_entry(question)
     if entry is None:
         return None

@@ -241,6 +241,7 @@ def test_formulas_as_analysts_write_them():
     assert m.defined and m.unit == "days" and len(terms(m.formulas[0])) == 7
     assert metric_for("What was AMCOR's Adjusted Non GAAP EBITDA for FY 2023?") is None  # the company's own measure
     assert metric_for("What is the FY2019 ROA (as a %)?").unit == "percent"
+    assert metric_for("Which segment had the highest operating margin in 2019?") is None  # not the company's
 
 
 def test_a_margin_the_statement_does_not_print_is_computed(env):
