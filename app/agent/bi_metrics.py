@@ -67,7 +67,8 @@ LIBRARY: list[tuple[str, str, list[str], str]] = [
      ["income tax expense / income before income taxes * 100"], "percent"),
     (r"dividend payout ratio|payout ratio", "dividend payout ratio", ["cash dividends paid / net income"], "ratio"),
 ]
-_SUB_METRICS = {"dio": 2, "dso": 1, "dpo": 0, "ebitda": None, "free cash flow": None}
+# metrics other definitions use by name ("CCC = DIO + DSO - DPO", "EBITDA margin = EBITDA / revenue")
+_REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
 
 # line item -> (row labels filings use, statement read from, absolute value: outflows / expenses printed in
 # parentheses on one statement and not on another)
@@ -232,8 +233,6 @@ def _expand(node: Node, defined: dict[str, Node], depth: int = 0) -> Node:
     return node
 
 
-_REFS = frozenset(_SUB_METRICS)
-
 
 def _unit_of(text: str, expr: str) -> str:
     if re.search(r"\bdays?\b|\b(?:dpo|dso|dio|ccc)\b", text, re.I) or expr.strip().startswith("365"):
@@ -275,9 +274,3 @@ def metric_for(question: str) -> Optional[Metric]:
 def _is_plain_term(node: Node) -> bool:
     return isinstance(node, (Term, Num))
 
-
-def needs_metric(question: str) -> bool:
-    return metric_for(question) is not None
-
-
-__all__ = ["Metric", "metric_for", "concept_of", "CONCEPTS", "definitions", "Num"]
