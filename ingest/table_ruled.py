@@ -35,6 +35,9 @@ def _paths(container, count, get, matrix, out: list, budget: list) -> None:
 
     fm = raw.FS_MATRIX()
     x, y = ctypes.c_float(), ctypes.c_float()
+    x_p, y_p = ctypes.byref(x), ctypes.byref(y)
+    get_segment, get_point = raw.FPDFPath_GetPathSegment, raw.FPDFPathSegment_GetPoint
+    get_type, get_close = raw.FPDFPathSegment_GetType, raw.FPDFPathSegment_GetClose
     for i in range(count(container)):
         obj = get(container, i)
         kind = raw.FPDFPageObj_GetType(obj)
@@ -52,10 +55,10 @@ def _paths(container, count, get, matrix, out: list, budget: list) -> None:
             raise TooManyPaths
         segs = []
         for k in range(n):
-            seg = raw.FPDFPath_GetPathSegment(obj, k)
-            if not seg or not raw.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y)):
+            seg = get_segment(obj, k)
+            if not seg or not get_point(seg, x_p, y_p):
                 continue
-            segs.append((raw.FPDFPathSegment_GetType(seg), x.value, y.value, bool(raw.FPDFPathSegment_GetClose(seg))))
+            segs.append((get_type(seg), x.value, y.value, bool(get_close(seg))))
         out.append((m, segs))
 
 
@@ -160,17 +163,45 @@ def _text_in(chars: list[dict], box) -> str:
     return extract_text(inside) if inside else ""
 
 
+class _Extracting:
+    """A pdfplumber ``Table`` whose ``extract()`` gives pdfplumber's cells (a character belongs to the row, then
+    the cell, that holds its midpoint; the text by ``extract_text`` in the page's order) with the characters
+    sorted by their vertical midpoint once, instead of every character tested against every row."""
+
+    def __init__(self, table, chars: list[dict]):
+        self.table, self.bbox = table, table.bbox
+        self.mids = sorted(((c["top"] + c["bottom"]) / 2, (c["x0"] + c["x1"]) / 2, k, c) for k, c in enumerate(chars))
+        self.vs = [m[0] for m in self.mids]
+
+    def extract(self) -> list[list[str | None]]:
+        from bisect import bisect_left
+
+        from pdfplumber.utils import extract_text
+
+        out = []
+        for row in self.table.rows:
+            x0, top, x1, bottom = row.bbox
+            in_row = [m for m in self.mids[bisect_left(self.vs, top):bisect_left(self.vs, bottom)] if x0 <= m[1] < x1]
+            in_row.sort(key=lambda m: m[2])
+            cells: list[str | None] = []
+            for cell in row.cells:
+                if cell is None:
+                    cells.append(None)
+                    continue
+                cx0, ctop, cx1, cbottom = cell
+                got = [m[3] for m in in_row if cx0 <= m[1] < cx1 and ctop <= m[0] < cbottom]
+                cells.append(extract_text(got) if got else "")
+            out.append(cells)
+        return out
+
+
 def ruled_tables(page: EdgePage, number: int) -> list[RawTable]:
     """pdfplumber's ``find_tables()`` on the edges, cleaned as ``ingest.table_pdf`` cleans pdfplumber's own."""
     from pdfplumber.table import TableFinder
 
     from ingest.table_pdf import ruled_raw_tables
 
-    tables = TableFinder(page, {}).tables
-    for table in tables:  # Table.extract tests every character of the page against every row: only its own
-        x0, top, x1, bottom = table.bbox
-        near = [c for c in page.chars if c["x1"] >= x0 and c["x0"] <= x1 and c["bottom"] >= top and c["top"] <= bottom]
-        table.page = EdgePage(page.edges, near, page.width, page.height)
+    tables = [_Extracting(t, page.chars) for t in TableFinder(page, {}).tables]
     return ruled_raw_tables(tables, lambda box: _text_in(page.chars, box), page.width, number)
 
 
