@@ -1,5 +1,6 @@
 """A metric over several fiscal years of one filing: its average ("the FY2015 - FY2017 3 year average net profit
-margin"), its change ("the change in EBITDA margin from FY2019 to FY2020") or whether it is consistent ("Are
+margin"), its change ("the change in EBITDA margin from FY2019 to FY2020"), its compound annual growth rate
+("the 2 year total revenue CAGR from FY2016 to FY2018") or whether it is consistent ("Are
 gross margins historically consistent (not fluctuating more than roughly 2% each year)?": every year the
 statements print, the year-over-year changes against the threshold asked).
 
@@ -20,6 +21,7 @@ from app.agent.bi_program import fmt
 from app.agent.bi_question import parse_question
 from app.agent.bi_table import TableView
 
+CAGR = re.compile(r"\bcagr\b|\bcompound(?:ed)? annual growth(?: rate)?\b", re.I)
 CONSISTENT = re.compile(r"\b(consistent|stable|steady|fluctuat\w*|volatil\w*)\b", re.I)
 THRESHOLD = re.compile(r"\b(?:more than|over|within|exceed\w*|beyond|above)\s+(?:roughly\s+|about\s+|approximately\s+|"
                        r"around\s+|~\s*)?(\d+(?:\.\d+)?)\s*(?:%|percent|percentage points?|pp)", re.I)
@@ -29,6 +31,8 @@ def series_kind(question: str, periods: list[Period]) -> Optional[str]:
     """consistency | average | change | None (one period)."""
     if CONSISTENT.search(question):
         return "consistency"
+    if CAGR.search(question) and len({p.year for p in periods}) >= 2:
+        return "cagr"
     years = {p.year for p in periods}
     if len(years) < 2:
         return None
@@ -91,6 +95,9 @@ class SeriesProgram:
             return sum(v) / len(v)
         if self.agg == "change":
             return v[-1] - v[0]
+        if self.agg == "cagr":
+            n = self.parts[-1].target.year - self.parts[0].target.year
+            return None if not v[0] or n <= 0 or v[-1] / v[0] < 0 else ((v[-1] / v[0]) ** (1.0 / n) - 1) * 100.0
         return max(abs(b - a) for a, b in zip(v, v[1:]))
 
     def sql(self) -> str:
@@ -100,6 +107,9 @@ class SeriesProgram:
             value = f"(({' + '.join(e)}) / {float(len(e))})"
         elif self.agg == "change":
             value = f"({e[-1]} - {e[0]})"
+        elif self.agg == "cagr":
+            n = self.parts[-1].target.year - self.parts[0].target.year
+            value = f"((POWER({e[-1]} * 1.0 / {e[0]}, 1.0 / {n}) - 1) * 100.0)"
         else:
             diffs = [f"ABS({b} - {a})" for a, b in zip(e, e[1:])]
             value = diffs[0] if len(diffs) == 1 else f"MAX({', '.join(diffs)})"
@@ -120,6 +130,11 @@ class SeriesProgram:
         if self.agg == "average":
             head = (f"Average {name}, {years[0]} to {years[-1]}: ({' + '.join(self._num(v, False) for v in vals)}) / "
                     f"{len(vals)} = {self._num(value)}.")
+        elif self.agg == "cagr":
+            n = self.parts[-1].target.year - self.parts[0].target.year
+            d = self.decimals if self.decimals is not None else 2
+            head = (f"{name}, {years[0]} to {years[-1]}: ({fmt(vals[-1])} / {fmt(vals[0])})"
+                    f"^(1/{n}) − 1 = {round(value, d):,.{d}f}%.")
         elif self.agg == "change":
             head = (f"Change in {name}, {years[0]} to {years[-1]}: {self._num(vals[-1], False)} − "
                     f"{self._num(vals[0], False)} = {self._num(value, False)}{pts}.")
@@ -151,7 +166,7 @@ def _years(kind: str, periods: list[Period], views: list[TableView]) -> list[int
               if not c.period.quarter}
         return sorted(ys)
     lo, hi = min(p.year for p in periods), max(p.year for p in periods)
-    return list(range(lo, hi + 1)) if kind == "average" else [lo, hi]
+    return list(range(lo, hi + 1)) if kind == "average" else [lo, hi]  # change, cagr: the two ends
 
 
 def plan_series(question: str, metric: Metric, kind: str, views_by_doc: dict[str, list[TableView]],

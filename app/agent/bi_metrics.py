@@ -205,6 +205,28 @@ PART = re.compile(r"\b(?:segments?|regions?|divisions?|business(?:es)? units?|ca
                   r"countr(?:y|ies)|geograph\w*|brands?|subsidiar(?:y|ies))\b", re.I)
 
 
+CAGR = re.compile(r"\b(?:cagr|compound(?:ed)? annual growth(?: rate)?)\b", re.I)
+_CAGR_AFTER = re.compile(r"\s+(?:of|in|for)\s+(?:the\s+)?(?:total\s+)?([A-Za-z][\w&' -]*?)(?=\s+(?:from|between|over|for|in|"
+                         r"during)\b|[?.,]|$)", re.I)
+_CAGR_STOP = re.compile(r"^(?:the|is|was|what|of|a|an|total|year|years|\d+(?:-year)?|one|two|three|four|five)$|['’]s$", re.I)
+
+
+def cagr_item(question: str) -> str:
+    """The line item whose compound annual growth is asked ("the 2 year total revenue CAGR": revenue)."""
+    m = CAGR.search(question)
+    if not m:
+        return ""
+    after = _CAGR_AFTER.match(question[m.end():])
+    if after:
+        return after.group(1).strip()
+    item: list[str] = []
+    for w in reversed(question[:m.start()].split()):
+        if _CAGR_STOP.search(w.strip(",")):
+            break
+        item.insert(0, w.strip(","))
+    return " ".join(item)
+
+
 def _key(name: str) -> str:
     """"DPO", "Days payable outstanding (DPO)", "working capital ratio" -> a lower-case key."""
     m = re.search(r"\(([A-Za-z&]{2,6})\)", name)
@@ -261,6 +283,9 @@ def metric_for(question: str) -> Optional[Metric]:
         return None  # the company's own adjusted measure, not the standard definition over the statements
     if PART.search(question):
         return None  # a segment's / region's figure: the statements give the company's
+    item = cagr_item(question)
+    if item:  # "the 2 year total revenue CAGR": a line item's growth, over the years the question names
+        return Metric(f"{item} CAGR", [Term(item)], "amount", False)
     entry = _library_entry(question)
     if entry is None:
         return None

@@ -67,7 +67,7 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
             return PlanResult(cprog, "ok", why, ["choice"])
     metric, mwhy = metric_for(question), ""
     kind = series_kind(rd.question, periods_in(rd.question)) if metric is not None else None
-    if metric is not None and (metric.defined or kind == "consistency"):  # the question's own formula
+    if metric is not None and (metric.defined or kind in ("consistency", "cagr")):  # the question's own formula
         mprog, mwhy = _metric(question, rd, metric, views, encode, kind)
         if mprog is not None:
             return PlanResult(mprog, "ok", why, [f"metric {metric.name}"])
@@ -107,7 +107,7 @@ def _metric(question: str, rd, metric, views, encode, kind: Optional[str]) -> tu
     """The metric over one filing's statements: at the period asked, or over several years (``kind``)."""
     by_doc = _by_doc(views)
     if kind:
-        return plan_series(rd.question, metric, kind, by_doc, periods_in(rd.question), rd.statements, encode)
+        return plan_series(question, metric, kind, by_doc, periods_in(rd.question), rd.statements, encode)
     return plan_metric(question, metric, by_doc, periods_in(rd.question), rd.statements, encode)
 
 

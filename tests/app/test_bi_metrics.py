@@ -247,3 +247,10 @@ def test_formulas_as_analysts_write_them():
 def test_a_margin_the_statement_does_not_print_is_computed(env):
     out = ask(env, "What is Acme's FY2019 gross margin?")
     assert out["supported"] is True and head(out).endswith("= 41.67%."), out  # 500 / 1,200
+
+
+def test_compound_annual_growth_of_a_line_item(env):
+    q = "What is Acme's 2 year total revenue CAGR from FY2017 to FY2019 (in units of percents and round to one decimal place)?"
+    out = ask(env, q)  # (1,200 / 900)^(1/2) - 1
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert head(out) == "revenue CAGR, FY2017 to FY2019: (1,200 / 900)^(1/2) − 1 = 15.5%.", head(out)
