@@ -26,7 +26,8 @@ from app.agent.repetition import guarded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
 from app.agent.text import content_words
 from app.agent.text_answer import FIGURE_ASKS, text_answer
-from app.agent.text_spans import ask_of, key_words
+from app.agent.text_spans import ask_of
+from app.agent.text_terms import key_words
 from app.agent.verify import DATE, JURISDICTION, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
@@ -179,7 +180,7 @@ def _short(text: str, n: int = 200) -> str:
 
 def grade_passages(question: str, passages: list[dict]) -> list[dict]:
     """Passages that share enough of the question's terms with it, best first (its key terms: periods, cue
-    and filler words out, spellings and synonyms folded, ``text_spans.key_words``)."""
+    and filler words out, spellings and synonyms folded, ``text_terms.key_words``)."""
     words = ask_of(question).key or content_words(question)
     if not words:
         return []

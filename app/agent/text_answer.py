@@ -20,7 +20,8 @@ import re
 
 from app.agent.text import content_words, stem
 from app.agent.text_answer_table import row_terms, table_years
-from app.agent.text_spans import Ask, _strip, ask_of, extract, key_words
+from app.agent.text_spans import Ask, _strip, ask_of, extract
+from app.agent.text_terms import key_words
 from app.agent.verify import verify_text
 from ingest.sentences import sentence_spans
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from app.agent.text import content_words, stem
+from app.agent.text_terms import FILLER, key_words
 
 YEAR = re.compile(r"(?<![\d.$])(?<!\d,)(?:19|20)\d{2}(?!\d|,\d{3}|\.\d)")
 FY = re.compile(r"\b(?:fiscal(?: year)?|fy|financial year)\s*'?(\d{2,4})\b", re.I)
@@ -78,24 +79,10 @@ CUE_WORDS = {"what", "which", "when", "why", "how", "much", "many", "long", "res
              "years", "amount", "value", "total", "percentage", "proportion", "company", "group"}
 
 
-# words a question wraps around what it asks ("major acquisitions", "as of ... onward", "in USD million"): not
-# terms a sentence must carry
-FILLER = {"onward", "onwards", "historically", "currently", "roughly", "approximately", "major", "key", "main",
-          "done", "formerly", "nature", "purpose", "million", "millions", "billion", "billions",
-          "thousand", "thousands", "usd", "dollars", "close", "end", "any"}
-SPELLING = re.compile(r"(?<=[a-z]{3})is(e|ed|es|ing|ation|ations)\b")
-SYNONYMS = {"acquir": "acquis", "divest": "dispos"}  # stems that name the same thing
 QUESTION_DATE = re.compile(rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+"
                            rf"(?:of\s+)?{MONTH},?\s+(?:19|20)\d{{2}}\b", re.I)
 QUESTION_PERIOD = re.compile(r"\b(?:fiscal(?:\s+year)?|fy)\s*'?\s*\d{2,4}\b|\bq[1-4](?:\s*(?:of\s+)?(?:fy|fiscal)?\s*['’]?\s*"
                              r"\d{2,4})?\b|\b(?:fiscal|fy)\b", re.I)
-
-
-def key_words(text: str) -> set[str]:
-    """Content-word stems with British spellings and a few synonyms folded ("realised" ~ "realized",
-    "acquired" ~ "acquisitions"): what a question's terms and a sentence's words are compared as."""
-    t = SPELLING.sub(r"iz\1", text.lower())
-    return {SYNONYMS.get(w, w) for w in content_words(t)}
 
 
 def ask_of(question: str) -> Ask:

@@ -14,7 +14,7 @@ import re
 
 from app.agent.clause_types import BY_NAME, DEFINITION, ClauseType, flat
 from app.agent.text import content_words
-from app.agent.text_spans import key_words
+from app.agent.text_terms import key_words
 
 MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
