@@ -104,7 +104,11 @@ def llama_cpp(path: Path):
 def make_llm(path: Path, loaded, seqs: int, max_len: int, speculative: bool = False):
     from engine.llm_engine import LLM
 
-    kv = "float32" if loaded.model.dtype == torch.float32 else "bfloat16"
+    from engine.kernels.cpu_prefill_attention import bf16_prefill
+
+    # int4 weights (bf16 q/k/v anyway): the app's default bf16 pool (llama.cpp's is f16), where prefill and decode
+    # attention compute in bf16; the exact fp32 path keeps an fp32 pool
+    kv = "float32" if loaded.model.dtype == torch.float32 and not bf16_prefill(loaded.model) else "bfloat16"
     return LLM(path, max_model_len=max_len, max_num_seqs=seqs, memory_gib=3.0, kv_dtype=kv, chunk_tokens=512,
                loaded=loaded, speculative=speculative)
 
