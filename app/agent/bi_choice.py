@@ -22,6 +22,9 @@ _LIST = re.compile(r"^\s*(?:among|of|between|out of)\s+(?:the\s+)?(?P<items>[^?]
                    r"brought|generated|showed|saw|reported|contributed|made|produced|used)\b.*)$", re.I)
 _MOST = re.compile(r"\b(most|highest|largest|greatest|biggest|best|maximum|max|top)\b", re.I)
 _LEAST = re.compile(r"\b(least|lowest|smallest|fewest|worst|minimum|min)\b", re.I)
+# what is compared: the words after the superlative ("the most (or lost the least) cash flow for ...": cash flow)
+_MEASURE = re.compile(r"\b(?:most|highest|largest|greatest|biggest|least|lowest|smallest|fewest)\s+([a-z][a-z &-]{0,40}?)"
+                      r"(?=\s+(?:for|in|during|of|at|among|between|from|on)\b|\s*[?.,]|\s*$)", re.I)
 _SHOWN = {"cash from operations": "operating activities", "cash from investing": "investing activities",
           "cash from financing": "financing activities"}
 _FLOWS = {"operat": "cash from operations", "invest": "cash from investing", "financ": "cash from financing"}
@@ -54,6 +57,7 @@ class ChoiceProgram:
     leaves: list[Leaf]  # one per item, in the question's order
     choose: str  # max | min
     target: Period
+    measure: str = ""  # what the question compares ("cash flow")
     doubts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     confidence: float = 1.0
@@ -94,8 +98,9 @@ class ChoiceProgram:
                             for i in ranked)
         again = restated(value, unit, asked_scale)
         when = col_name(self.leaves[pick])
-        head = (f"{self.items[pick][:1].upper()}{self.items[pick][1:]} ({self.leaves[pick].row.label}) has {word} "
-                f"in {when}: {listing}{f' ({unit})' if unit else ''}; {self.choose} = {fmt(value)}{again}.")
+        what = f" {self.measure}" if self.measure else ""
+        head = (f"{self.items[pick][:1].upper()}{self.items[pick][1:]} ({self.leaves[pick].row.label}) had {word}{what}"
+                f" in {when}: {listing}{f' ({unit})' if unit else ''}; {self.choose} = {fmt(value)}{again}.")
         lines = [head, "Rows used: " + "; ".join(leaf_line(lf) for lf in self.leaves) + "."]
         lines.append("Source: " + ", ".join(f'table "{t.title}" ({t.filename}, page {t.page})' for t in self.tables) + ".")
         lines.append(f"SQL: {sql}")
@@ -109,7 +114,8 @@ def plan_choice(question: str, views_by_doc: dict[str, list[TableView]], periods
     found = choice_items(question)
     if found is None:
         return None, "not a choice among listed items"
-    items, op, _ = found
+    items, op, rest = found
+    m = _MEASURE.search(re.sub(r"\([^)]*\)", " ", rest))
     items = [strip_periods(i) or i for i in items]
     best, reasons = None, []
     for doc_id, views in views_by_doc.items():
@@ -126,7 +132,7 @@ def plan_choice(question: str, views_by_doc: dict[str, list[TableView]], periods
         if missing:
             reasons.append("; ".join(missing))
             continue
-        prog = ChoiceProgram([_SHOWN.get(i, i) for i in items], leaves, op, target)
+        prog = ChoiceProgram([_SHOWN.get(i, i) for i in items], leaves, op, target, m.group(1).strip() if m else "")
         if not periods:
             prog.doubts.append(f"the question names no period; the newest ({target.label()}) was taken")
         newest = newest_period(views)

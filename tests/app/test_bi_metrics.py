@@ -120,7 +120,8 @@ def test_which_of_the_listed_items_is_largest(env):
          "flow for Acme in FY2019?")
     out = ask(env, q)
     assert out["route"] == "bi" and out["supported"] is True, out
-    assert head(out).startswith("Operating activities (Net cash provided by operating activities) has the most in 2019"), head(out)
+    assert head(out).startswith("Operating activities (Net cash provided by operating activities) had the most cash "
+                                "flow in 2019"), head(out)
     assert "investing activities: Net cash used in investing activities -95" in head(out)
     from app.agent.bi_choice import choice_items
     assert choice_items("Which of cost of sales, SG&A or R&D was the smallest expense in 2019?")[:2] == (
