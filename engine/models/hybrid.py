@@ -20,6 +20,18 @@ from engine.layers.moe import MoE
 from engine.layers.rmsnorm import RMSNorm
 
 HEAD_INT4_MAX_ROWS = 1  # int4 LM head: logits of more rows than this come from its dense (bf16) copy
+REFINE_TOP = 8  # int4 tied head: each row's top candidates recomputed in fp32 (refine_top_logits)
+
+
+def refine_top_logits(logits: torch.Tensor, hidden: torch.Tensor, weight: torch.Tensor,
+                      k: int = REFINE_TOP) -> torch.Tensor:
+    """The int4 head's logits come rounded to bf16 (0.25 apart near 40: SmolLM2's first answer token after the
+    chat prompt ties 2089 and 49 there, 0.09 apart in fp32); each row's top ``k`` are recomputed in fp32 from
+    the fp32 weight rows (the tied embedding: exact dequantized GGUF values), so greedy picks among the
+    candidates as the fp32 path does. In place on ``logits`` [M, V]."""
+    top = logits.topk(min(k, logits.shape[-1]), dim=-1).indices  # [M, k]
+    exact = torch.bmm(weight[top], hidden.float()[..., None]).squeeze(-1)  # [M, k, H] x [M, H, 1]
+    return logits.scatter_(-1, top, exact)
 
 
 class Block(nn.Module):
@@ -109,7 +121,10 @@ class HybridLM(nn.Module):
         if self.lm_head is not None:
             return self.lm_head(hidden).float()
         if self._tied_head is not None:
-            return self._tied_head(hidden).float()
+            logits = self._tied_head(hidden).float()
+            if self._tied_head.packed_kind == "int4" and self.embed.weight.dtype == torch.float32:
+                logits = refine_top_logits(logits, hidden, self.embed.weight)
+            return logits
         return F.linear(hidden, self.embed.weight).float()
 
     def use_ops(self, ops) -> None:

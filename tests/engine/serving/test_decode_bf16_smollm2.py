@@ -94,3 +94,27 @@ def test_int4_head_dense_copy_for_batched_rows_within_tolerance_of_its_int4_kern
     diff = (batched - one_by_one).abs()
     assert head.int4_max_rows == 1 and float(diff.max()) > 0  # two paths
     assert float(diff.max()) < 0.5 and torch.equal(batched.argmax(-1), one_by_one.argmax(-1))
+
+
+def test_int4_tied_head_recomputes_its_top_logits_in_fp32(models):
+    """The chat prompt's first answer token is a near tie (fp32 logits 33.39 vs 33.30): the int4 kernel's bf16
+    logits tie exactly and argmax took the wrong one; the refined top candidates pick the fp32 path's token."""
+    from engine.forward_context import DenseContext
+
+    fp32, int4 = models
+    ids = fp32.tokenizer.apply_chat_template([{"role": "user", "content": (
+        "Explain what an indemnification clause in a supply agreement does, and how it differs from a "
+        "limitation of liability.")}])
+    with torch.inference_mode():
+        got = []
+        for loaded in models:
+            m = loaded.model
+            h = m(torch.tensor(ids), torch.arange(len(ids)), DenseContext.for_model(m).next_step([len(ids)]))[-1:]
+            got.append(m.compute_logits(h)[0])
+        raw = int4.model._tied_head(h).float()[0]  # the kernel's bf16-rounded logits, unrefined
+    want, refined = got
+    top = want.topk(2).indices
+    assert float(want[top[0]] - want[top[1]]) < 0.2  # a near tie in fp32
+    assert float(raw[top[0]]) == float(raw[top[1]])  # tied in bf16
+    assert int(refined.argmax()) == int(want.argmax())
+    assert float((refined[top] - want[top]).abs().max()) < 0.5
