@@ -78,7 +78,7 @@ CONCEPTS: dict[str, tuple[list[str], str, bool]] = {
                              "accounts receivable net", "trade accounts receivable"], "balance_sheet", False),
     "inventory": (["inventories", "inventory", "merchandise inventories"], "balance_sheet", False),
     "cost of goods sold": (["cost of goods sold", "cost of sales", "cost of revenue", "cost of revenues",
-                            "cost of products sold", "total cost of revenue", "total cost of sales"],
+                            "cost of products sold", "total cost of revenue", "total cost of sales", "merchandise costs"],
                            "income_statement", True),
     "revenue": (["revenue", "revenues", "total revenue", "total revenues", "net revenues", "net revenue",
                  "total net sales", "net sales", "sales", "total net revenue"], "income_statement", False),

@@ -7,7 +7,8 @@ item, ``bi_metrics.CONCEPTS``) as the single-table planner's rows are (``bi_grou
 named, or an embedding this close sharing a word); among grounded rows the statement the item is read from
 (accounts payable: the balance sheet, not the cash-flow change in payables) wins, then the statements the
 question names; only a filing without statement tables gives operands from other tables. On the item's own
-statement a label that begins with the item's name is that item, qualified. A column is one of the table's period columns
+statement a label that begins or ends with the item's name is that item, qualified ("Depreciation and
+amortization of property, equipment and intangibles", "Common stock cash dividends paid"). A column is one of the table's period columns
 for the period asked; a table without one cannot give the operand.
 """
 from __future__ import annotations
@@ -16,12 +17,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from app.agent.bi_ground import RowMatch, col_for_period, match_rows
+from app.agent.bi_ground import TOTAL_WORDS, RowMatch, col_for_period, match_rows
 from app.agent.bi_grounding import ROW_DENSE, ROW_LEX, layout_doubts
 from app.agent.bi_metrics import CONCEPTS, concept_of
 from app.agent.bi_periods import Period
 from app.agent.bi_question import ParsedQuestion
 from app.agent.bi_table import Cell, Col, Row, TableView
+from app.agent.text import content_words
 
 STATEMENT_NAMES = {"balance_sheet": "balance sheet", "income_statement": "income statement",
                    "cash_flow": "cash flow statement", "equity": "statement of equity"}
@@ -85,7 +87,10 @@ def row_choices(views: list[TableView], item: str, statements: list[str],
                 s = m.score + (0.15 if exact else 0.0)
                 # on the statement the item is read from, a label that begins with its name ("Depreciation and
                 # amortization of property, equipment and intangibles") is that item, qualified
-                head = bool(home) and stmt == home and _norm(m.row.label).startswith(_norm(phrase) + " ")
+                lab, ph = _norm(m.row.label), _norm(phrase)
+                head = bool(home) and stmt == home and (lab.startswith(ph + " ") or lab.endswith(" " + ph))
+                if concept and len(m.matched) < len(content_words(phrase) - TOTAL_WORDS):
+                    continue  # "Total revenue" names only a part of "cost of revenue"
                 # a standard item is named by its labels' words (an embedding alone took "Total net sales" for
                 # "total cost of sales"); another item may also be named by a close embedding sharing a word
                 g = (max(m.lex, m.named) >= ROW_LEX if concept else _grounded(m)) or head

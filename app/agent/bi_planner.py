@@ -75,7 +75,8 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
             return PlanResult(None, mwhy, why, [f"metric {metric.name}: {mwhy}"])
     best, tried = _best_program(views, pq, rd.statements, vcache, encode)
     if metric is not None and not metric.defined and (best is None or not best.grounded
-                                                      or best.confidence < CONFIDENT):
+                                                      or best.confidence < CONFIDENT
+                                                      or _percent_asked_of_amounts(question, metric, best)):
         mprog, mwhy = _metric(question, rd, metric, views, encode, kind)  # the usual definition of the metric
         tried.append(f"metric {metric.name}: {mwhy}")
         if mprog is not None and mprog.grounded:
@@ -94,6 +95,14 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if hard_doubt(best):  # a period asked that the program does not read, or row and words both in doubt
         return PlanResult(None, f"{best.table.title!r} does not answer it: {'; '.join(best.doubts)}", why, tried)
     return PlanResult(best, "ok", why, tried)
+
+
+def _percent_asked_of_amounts(question: str, metric, prog) -> bool:
+    """"The 3 year average gross margin (as a %)": a row of gross margin amounts does not answer it."""
+    if metric.unit != "percent" or not re.search(r"%|\bpercent", question, re.I):
+        return False
+    return not (getattr(prog, "percent", False) or any(o.col.percent for o in prog.operands)
+                or prog.op == "pct_change")
 
 
 def _by_doc(views) -> dict:

@@ -43,7 +43,8 @@ _TEXT_INTENT = re.compile(
     r"what (?:does|do) (?:the )?(?:[\w/()-]+ ){1,5}(?:mean|refer|include|represent|comprise)|what is included|included in|"
     r"consists? of|comprised of|which (?:method|standard|model|approach|assumption))\b", re.I)
 _SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\s*(?:to|and|through|until|-|–)\s*"
-                   r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|\b((?:19|20)\d\d)\s*(?:-|–|through|to)\s*((?:19|20)\d\d)\b",
+                   r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|"
+                   r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|through|to)\s*(?:fy\s*)?((?:19|20)\d\d)\b",
                    re.I)
 _RATIO_REVERSED = re.compile(
     r"\b(?:percentage|percent|proportion|share|portion|fraction|%)\s+of\s+(?:the\s+)?[\w\s,&'’()-]+?\b(?:is|was|are|"
