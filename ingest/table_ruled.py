@@ -229,7 +229,9 @@ def pdfium_page_tables(page, number: int, max_chars: int) -> tuple[list[RawTable
     glyphs = [c for c in chars if c["text"].strip()]
     if len(glyphs) > max_chars:
         raise ValueError("too many characters")
-    layout = layout_from_chars(glyphs, width, height)
+    # the word spaces go in too: pdfium's loose boxes overhang ('f' reaches past the space after it), so the
+    # gaps alone glue words ('Cost ofsales'); a space char ends a word in pdfplumber's word extractor
+    layout = layout_from_chars(chars, width, height)
     ruled: list[RawTable] = []
     if not layout.rotation:
         try:

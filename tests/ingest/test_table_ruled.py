@@ -144,3 +144,25 @@ def test_a_rotated_page_is_left_to_pdfplumber_and_still_gets_its_table(tmp_path)
     assert pdfium_page_tables(pdfium.PdfDocument(str(path))[0], 1, 40_000) is None
     doc = parse_pdf(path)
     assert any(t.rows[-1] == list(ROWS[-1]) for t in doc.tables), [t.rows for t in doc.tables]
+
+
+def test_a_real_statement_keeps_its_word_spaces():
+    """pdfium's loose boxes overhang ('f' of 'of' reaches past the space after it in the Amazon 10-K's statements),
+    so words split by gaps alone were glued ('Cost ofsales', 'Exercise ofcommon stock'): the page's space
+    characters end words in the layout too."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    pdf_path = Path(__file__).resolve().parents[2].parent / "shared/eval/financebench-dev/pdfs/AMAZON_2017_10K.pdf"
+    if not pdf_path.exists():
+        pytest.skip(f"{pdf_path} absent (../shared/eval not here)")
+    pdf = pdfium.PdfDocument(str(pdf_path))
+    labels = []
+    for number in (38, 41):  # the statements of operations and of stockholders' equity
+        tables, _ = pdfium_page_tables(pdf[number - 1], number, 200_000)
+        labels += [c for t in tables for row in t.rows for c in row if isinstance(c, str)]
+    assert "Cost of sales" in labels
+    glued = [c for c in labels if re.search(r"\bof(?!f)[a-z]{2,}", c)]
+    assert not glued, glued
