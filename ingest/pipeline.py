@@ -141,7 +141,6 @@ class Prepared:
 class DocumentPipeline:
     def __init__(self, engine: sa.Engine, vectors: VectorStore, embedder: Embedder, limits: PipelineLimits):
         self.engine, self.vectors, self.embedder, self.limits = engine, vectors, embedder, limits
-        self.parsing = threading.Event()  # set while the read-ahead thread parses: it holds a core
 
     def ingest(self, path: Path, tenant: str, filename: str,
                on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
@@ -291,15 +290,18 @@ class DocumentPipeline:
             stage("embedded", 0, len(chunks), s + len(part))
 
     def _busy_cores(self) -> int:
-        """Cores the embedder's OpenMP team leaves to other work (see Embedder.encode): one while the read-ahead
-        thread parses; all but one while the machine is oversubscribed (1-minute load average over the CPU
-        count + 1, i.e. more than this pipeline's own threads), where a team waits at every barrier for a
-        member the OS has parked: bench_ingest at load 21 on 2 cores, 100 chunks took 23 s with a team of 2
-        and 15 s with one thread."""
+        """Cores the embedder's OpenMP team leaves to other work (see Embedder.encode): all but one while the
+        machine is oversubscribed (1-minute load average over the CPU count + 1, i.e. more than this pipeline's
+        own threads), where a team waits at every barrier for a member the OS has parked: bench_ingest at load 21
+        on 2 cores, 100 chunks took 23 s with a team of 2 and 15 s with one thread. Otherwise none, also while
+        the read-ahead thread parses: since the ruled-table search reads pdfium's paths, parsing is 15-21% of
+        embedding's CPU, and a team of one for the whole of a parse cost more than the parse takes from it (quiet
+        machine, 2 filings: pipeline 0.70x of embedding alone with the core given up, 0.91x without; 4 filings:
+        0.79x and 0.74x, the same pipeline wall time)."""
         cpus = os.cpu_count() or 1
         if os.getloadavg()[0] > cpus + 1:
             return cpus
-        return 1 if self.parsing.is_set() else 0
+        return 0
 
     def _commit(self, tenant, doc_id, filename, kind, digest, size, version, parsed, chunks, tables) -> None:
         with Session(self.engine) as s:

@@ -2,8 +2,7 @@
 
 For each file the worker runs ``DocumentPipeline.prepare(staged=True)`` (hash, page text, chunks, sparse
 vectors), hands it over, then runs ``complete`` (the slow table search) while the consumer embeds that
-file's chunks; ``finish`` waits for ``complete`` before it commits. ``pipeline.parsing`` is set while the
-worker works, so the embedder's team leaves it a core. Nothing is written here: a crash loses only
+file's chunks; ``finish`` waits for ``complete`` before it commits. Nothing is written here: a crash loses only
 read-ahead work.
 """
 from __future__ import annotations
@@ -30,18 +29,10 @@ def read_ahead(pipeline: DocumentPipeline, items: list[tuple[Path, str]], tenant
             for path, name in items:
                 if stop.is_set():
                     return
-                pipeline.parsing.set()
-                try:
-                    prep = pipeline.prepare(Path(path), tenant, name, staged=True)
-                finally:
-                    pipeline.parsing.clear()
+                prep = pipeline.prepare(Path(path), tenant, name, staged=True)
                 q.put(prep)  # the consumer embeds its chunks while the tables are searched here
                 if not prep.done.is_set():
-                    pipeline.parsing.set()
-                    try:
-                        pipeline.complete(prep)
-                    finally:
-                        pipeline.parsing.clear()
+                    pipeline.complete(prep)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             q.put(exc)
         finally:
