@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from app.agent.bi_format import col_name
 from app.agent.bi_metric_program import aliases, cell_ref, leaf_line, newest_period, select_sql
-from app.agent.bi_operands import Leaf, ground
+from app.agent.bi_operands import Leaf, LeafTables, ground
 from app.agent.bi_periods import Period, strip_periods
 from app.agent.bi_program import fmt
 from app.agent.bi_table import TableView
@@ -52,7 +52,7 @@ def choice_items(question: str) -> Optional[tuple[list[str], str, str]]:
 
 
 @dataclass
-class ChoiceProgram:
+class ChoiceProgram(LeafTables):
     items: list[str]
     leaves: list[Leaf]  # one per item, in the question's order
     choose: str  # max | min
@@ -71,14 +71,6 @@ class ChoiceProgram:
     @property
     def all_leaves(self) -> list[Leaf]:
         return self.leaves
-
-    @property
-    def table(self):
-        return self.leaves[0].table
-
-    @property
-    def tables(self) -> list:
-        return list({leaf.table.sql_name: leaf.table for leaf in self.leaves}.values())
 
     def evaluate(self) -> Optional[float]:
         v = [leaf.cell.value for leaf in self.leaves]

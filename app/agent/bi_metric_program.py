@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from app.agent.bi_format import col_name
 from app.agent.bi_formula import Bin, Node, Num, Ref, Term, show, terms
 from app.agent.bi_metrics import Metric
-from app.agent.bi_operands import STATEMENT_NAMES, Leaf, ground
+from app.agent.bi_operands import STATEMENT_NAMES, Leaf, LeafTables, ground, unique_leaves
 from app.agent.bi_periods import Period
 from app.agent.bi_program import fmt, q
 from app.agent.bi_table import TableView
@@ -23,7 +23,7 @@ from app.agent.bi_units import restated
 
 
 @dataclass
-class MetricProgram:
+class MetricProgram(LeafTables):
     metric: Metric
     tree: Node
     target: Period
@@ -41,23 +41,7 @@ class MetricProgram:
 
     @property
     def all_leaves(self) -> list[Leaf]:
-        out, seen = [], set()
-        for t in terms(self.tree):
-            for leaf in self.leaves.get(id(t), []):
-                key = (leaf.table.sql_name, leaf.cell.row_num, leaf.cell.column)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(leaf)
-        return out
-
-    @property
-    def table(self):
-        """The table of the first operand (its page is the first citation)."""
-        return self.all_leaves[0].table
-
-    @property
-    def tables(self) -> list:
-        return list({leaf.table.sql_name: leaf.table for leaf in self.all_leaves}.values())
+        return unique_leaves(leaf for t in terms(self.tree) for leaf in self.leaves.get(id(t), []))
 
     # ---- evaluation ---------------------------------------------------------------------------------
     def _term_value(self, t: Term) -> Optional[float]:

@@ -16,6 +16,7 @@ from app.agent.bi_formula import show
 from app.agent.bi_metric_program import (MetricProgram, _percent_tree, aliases, bind, decimals_asked, leaf_line,
                                          select_sql)
 from app.agent.bi_metrics import Metric
+from app.agent.bi_operands import LeafTables, unique_leaves
 from app.agent.bi_periods import Period
 from app.agent.bi_program import fmt
 from app.agent.bi_question import parse_question
@@ -45,7 +46,7 @@ def series_kind(question: str, periods: list[Period]) -> Optional[str]:
 
 
 @dataclass
-class SeriesProgram:
+class SeriesProgram(LeafTables):
     metric: Metric
     parts: list[MetricProgram]  # one per fiscal year, oldest first
     agg: str  # average | change | consistency
@@ -67,22 +68,7 @@ class SeriesProgram:
 
     @property
     def all_leaves(self) -> list:
-        out, seen = [], set()
-        for p in self.parts:
-            for leaf in p.all_leaves:
-                k = (leaf.table.sql_name, leaf.cell.row_num, leaf.cell.column)
-                if k not in seen:
-                    seen.add(k)
-                    out.append(leaf)
-        return out
-
-    @property
-    def table(self):
-        return self.all_leaves[0].table
-
-    @property
-    def tables(self) -> list:
-        return list({leaf.table.sql_name: leaf.table for leaf in self.all_leaves}.values())
+        return unique_leaves(leaf for p in self.parts for leaf in p.all_leaves)
 
     def values(self) -> list[Optional[float]]:
         return [p.evaluate() for p in self.parts]

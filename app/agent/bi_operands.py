@@ -49,6 +49,30 @@ class Leaf:
         return self.view.info
 
 
+def unique_leaves(leaves) -> list[Leaf]:
+    """Leaves in order, each cell once (an operand used twice in a formula is one row of the answer)."""
+    out, seen = [], set()
+    for leaf in leaves:
+        key = (leaf.table.sql_name, leaf.cell.row_num, leaf.cell.column)
+        if key not in seen:
+            seen.add(key)
+            out.append(leaf)
+    return out
+
+
+class LeafTables:
+    """A program's tables from its ``all_leaves``: ``table`` is the first operand's (its page is the first
+    citation), ``tables`` every table read, once each."""
+
+    @property
+    def table(self):
+        return self.all_leaves[0].table
+
+    @property
+    def tables(self) -> list:
+        return list({leaf.table.sql_name: leaf.table for leaf in self.all_leaves}.values())
+
+
 @dataclass
 class RowChoice:
     view: TableView
