@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from logit_tolerance import assert_bf16_attention_within_tolerance  # tests/engine/serving/
 
 from engine.forward_context import SeqSpan
 from engine.llm_engine import EngineConfig, LLMEngine
@@ -73,15 +74,7 @@ def test_bf16_decode_attention_within_tolerance_of_the_fp32_path(models):
     fp32_attn = decode_logits(int4, "bfloat16", False)
     bf16_attn = decode_logits(int4, "bfloat16", True)
     assert want.shape[:2] == (STEPS, len(TEXTS)) and want.abs().max() > 20
-    assert not torch.equal(bf16_attn, fp32_attn)  # really another attention path
-    errs = {}
-    for name, got in (("fp32 attention", fp32_attn), ("bf16 attention", bf16_attn)):
-        diff = (got - want).abs()
-        errs[name] = float(diff.mean())
-        top1 = float((got.argmax(-1) == want.argmax(-1)).float().mean())
-        print(f"{name}: max {float(diff.max()):.3f} mean {errs[name]:.4f} top-1 {top1:.3f}")
-        assert float(diff.max()) < MAX_ABS and errs[name] < MEAN_ABS and top1 >= TOP1
-    assert errs["bf16 attention"] < 1.5 * errs["fp32 attention"]
+    assert_bf16_attention_within_tolerance(want, fp32_attn, bf16_attn, MAX_ABS, MEAN_ABS, TOP1)
 
 
 def test_int4_head_dense_copy_for_batched_rows_within_tolerance_of_its_int4_kernel(models):
