@@ -6,12 +6,12 @@ and R&D was the largest expense in 2019?". Each item is grounded in one filing's
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from app.agent.bi_format import col_name
 from app.agent.bi_metric_program import aliases, cell_ref, leaf_line, newest_period, select_sql
-from app.agent.bi_operands import Leaf, LeafTables, ground
+from app.agent.bi_operands import Leaf, LeafProgram, ground
 from app.agent.bi_periods import Period, strip_periods
 from app.agent.bi_program import fmt
 from app.agent.bi_table import TableView
@@ -52,21 +52,12 @@ def choice_items(question: str) -> Optional[tuple[list[str], str, str]]:
 
 
 @dataclass
-class ChoiceProgram(LeafTables):
+class ChoiceProgram(LeafProgram):
     items: list[str]
     leaves: list[Leaf]  # one per item, in the question's order
     choose: str  # max | min
     target: Period
     measure: str = ""  # what the question compares ("cash flow")
-    doubts: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    confidence: float = 1.0
-    op: str = "metric"
-    kind: str = "metric"
-
-    @property
-    def grounded(self) -> bool:
-        return not self.doubts
 
     @property
     def all_leaves(self) -> list[Leaf]:

@@ -9,13 +9,13 @@ statements ground every operand (never operands from two documents); a missing o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from app.agent.bi_format import col_name
 from app.agent.bi_formula import Bin, Node, Num, Ref, Term, show, terms
 from app.agent.bi_metrics import Metric
-from app.agent.bi_operands import STATEMENT_NAMES, Leaf, LeafTables, ground, unique_leaves
+from app.agent.bi_operands import STATEMENT_NAMES, Leaf, LeafProgram, ground, unique_leaves
 from app.agent.bi_periods import Period
 from app.agent.bi_program import fmt, q
 from app.agent.bi_table import TableView
@@ -23,21 +23,12 @@ from app.agent.bi_units import restated
 
 
 @dataclass
-class MetricProgram(LeafTables):
+class MetricProgram(LeafProgram):
     metric: Metric
     tree: Node
     target: Period
     leaves: dict[int, list[Leaf]]  # id(Term) -> value: [cell]; average: [old, new]; change: [old, new]
-    doubts: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    confidence: float = 1.0
     decimals: Optional[int] = None  # as the question asks ("round to two decimal places")
-    op: str = "metric"
-    kind: str = "metric"
-
-    @property
-    def grounded(self) -> bool:
-        return not self.doubts
 
     @property
     def all_leaves(self) -> list[Leaf]:

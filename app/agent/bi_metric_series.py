@@ -9,14 +9,14 @@ Each year is a ``MetricProgram`` over the same formula; one SQL statement comput
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from app.agent.bi_formula import show
 from app.agent.bi_metric_program import (MetricProgram, _percent_tree, aliases, bind, decimals_asked, leaf_line,
                                          select_sql)
 from app.agent.bi_metrics import Metric
-from app.agent.bi_operands import LeafTables, unique_leaves
+from app.agent.bi_operands import LeafProgram, unique_leaves
 from app.agent.bi_periods import Period
 from app.agent.bi_program import fmt
 from app.agent.bi_question import parse_question
@@ -46,17 +46,12 @@ def series_kind(question: str, periods: list[Period]) -> Optional[str]:
 
 
 @dataclass
-class SeriesProgram(LeafTables):
+class SeriesProgram(LeafProgram):
     metric: Metric
     parts: list[MetricProgram]  # one per fiscal year, oldest first
     agg: str  # average | change | consistency
     threshold: Optional[float] = None
     decimals: Optional[int] = None
-    doubts: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    confidence: float = 1.0
-    op: str = "metric"
-    kind: str = "metric"
 
     @property
     def grounded(self) -> bool:

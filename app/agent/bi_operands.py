@@ -14,7 +14,7 @@ for the period asked; a table without one cannot give the operand.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from app.agent.bi_ground import TOTAL_WORDS, RowMatch, col_for_period, match_rows
@@ -60,9 +60,20 @@ def unique_leaves(leaves) -> list[Leaf]:
     return out
 
 
-class LeafTables:
-    """A program's tables from its ``all_leaves``: ``table`` is the first operand's (its page is the first
-    citation), ``tables`` every table read, once each."""
+@dataclass(kw_only=True)
+class LeafProgram:
+    """What the metric, series and choice programs share: their doubts and notes, the planner's confidence and
+    kind, grounded when nothing is in doubt, and their tables from ``all_leaves``: ``table`` is the first
+    operand's (its page is the first citation), ``tables`` every table read, once each."""
+    doubts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    confidence: float = 1.0
+    op: str = "metric"
+    kind: str = "metric"
+
+    @property
+    def grounded(self) -> bool:
+        return not self.doubts
 
     @property
     def table(self):
