@@ -4,7 +4,7 @@ chunks on Qdrant Edge vs qdrant-client's local mode (the store used before), in 
 Throughput (``../shared/eval/financebench-dev`` PDFs; skipped with a message when absent): (1) parse+chunk
 alone (the read-ahead side), then interleaved ``--repeats`` times: (2) embedding those chunks alone in the
 pipeline's batches with the embedder's whole OpenMP team and (2') with one thread less (what the pipeline uses
-while it parses; on a loaded 2-core box the smaller team is often the faster), (3) the whole pipeline through
+on an oversubscribed machine, where the smaller team is often the faster), (3) the whole pipeline through
 ``KnowledgeBase.ingest_paths`` (page text, then tables on the read-ahead thread while the chunks are embedded,
 Edge, SQL) for a fresh tenant; then (2)/(2') once more. Ratio = median (3) rate / the faster median of (2), (2').
 

@@ -46,6 +46,12 @@ def release_thread_pool() -> bool:
     return lib is not None and lib.omp_pause_resource_all(OMP_PAUSE_SOFT) == 0
 
 
+def oversubscribed(load: Optional[float] = None, cpus: Optional[int] = None) -> bool:
+    """More runnable threads than CPUs beyond our own team: the 1-minute load average over the CPU count + 1."""
+    load = os.getloadavg()[0] if load is None else load
+    return load > (cpus or os.cpu_count() or 1) + 1
+
+
 class LoadAwareTeam:
     """The calling thread's OpenMP team size: its full size while the 1-minute load average is under the CPU
     count + 0.5, one thread once it exceeds the CPU count + 1 (more runnable threads than CPUs beyond this
@@ -72,7 +78,10 @@ class LoadAwareTeam:
             return self.current
         self._next = now + self.interval
         load = self.loadavg()
-        want = 1 if load > self.cpus + 1 else self.full if load < self.cpus + 0.5 else self.current or self.full
+        if oversubscribed(load, self.cpus):
+            want = 1
+        else:  # back to the full team only well below the threshold (no flapping in between)
+            want = self.full if load < self.cpus + 0.5 else self.current or self.full
         lib = _libgomp()
         if want != self.current and lib is not None:
             torch.get_num_threads()  # torch's per-thread lazy init first, so that it does not undo this later

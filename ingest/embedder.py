@@ -43,8 +43,9 @@ class Embedder:
     def encode(self, texts: list[str], release_pool: bool = True, busy_cores: int = 0) -> np.ndarray:
         """Unit-norm embeddings. ``release_pool=False`` keeps this thread's OpenMP pool for the next batch (the
         ingest thread encodes batch after batch; it calls ``release_thread_pool`` itself when the job ends).
-        ``busy_cores``: cores other work of ours keeps busy meanwhile (the ingest parser); the OpenMP team is
-        that much smaller, so no team member waits at every barrier for a core the parser holds."""
+        ``busy_cores``: cores the team leaves to others (the ingest pipeline passes them while the machine is
+        oversubscribed); the OpenMP team is that much smaller, so no member waits at every barrier for a core
+        the OS has given away."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock, _thread_cap(1 if len(texts) <= SMALL_ENCODE else None, busy_cores):
@@ -64,7 +65,7 @@ class _thread_cap:
     without a team: a team of 2 waits at every barrier for whichever thread the OS has parked; on this
     project's 2-core box under load (load average 24) one query took 3.3 s with the team and 0.2 s without;
     unloaded, a short query gains little from a second thread anyway. Ingest batches run one thread short of
-    the team for each core the parser keeps busy beside them."""
+    the team for each busy core they are told of."""
 
     def __init__(self, cap: int | None, busy_cores: int = 0):
         self.cap, self.busy = cap, max(0, busy_cores)

@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 import sqlalchemy as sa
 from sqlmodel import Session, delete, select
 
+from engine.openmp import oversubscribed
 from ingest import chunker
 from ingest.chunker import ChunkConfig, TextChunk, chunk_pages
 from ingest.detect import ZipLimits, check_zip_bomb, detect_kind
@@ -298,10 +299,7 @@ class DocumentPipeline:
         embedding's CPU, and a team of one for the whole of a parse cost more than the parse takes from it (quiet
         machine, 2 filings: pipeline 0.70x of embedding alone with the core given up, 0.91x without; 4 filings:
         0.79x and 0.74x, the same pipeline wall time)."""
-        cpus = os.cpu_count() or 1
-        if os.getloadavg()[0] > cpus + 1:
-            return cpus
-        return 0
+        return (os.cpu_count() or 1) if oversubscribed() else 0
 
     def _commit(self, tenant, doc_id, filename, kind, digest, size, version, parsed, chunks, tables) -> None:
         with Session(self.engine) as s:
