@@ -21,6 +21,7 @@ from engine.layers.rmsnorm import RMSNorm
 
 HEAD_INT4_MAX_ROWS = 1  # int4 LM head: logits of more rows than this come from its dense (bf16) copy
 REFINE_TOP = 8  # int4 tied head: each row's top candidates recomputed in fp32 (refine_top_logits)
+GREEDY_CANDIDATES = 32  # greedy rows: the fp32 best of the 4-bit candidate head's top 32 (HybridLM.compute_logits)
 
 
 def refine_top_logits(logits: torch.Tensor, hidden: torch.Tensor, weight: torch.Tensor,
@@ -76,6 +77,7 @@ class HybridLM(nn.Module):
         self.norm_f = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.lm_head = None if config.tie_word_embeddings else Linear(config.hidden_size, config.vocab_size)
         self._tied_head: Linear | None = None  # packed copy of the tied embedding for the CPU GEMM path
+        self._candidate_head = None  # a 4-bit Int4Weight of the tied embedding: greedy rows' candidates (pack_cpu)
         self.share_rotaries()
 
     def share_rotaries(self, device=None) -> None:
@@ -117,10 +119,18 @@ class HybridLM(nn.Module):
             x = block.forward(x, positions, ctx)
         return self.norm_f(x)
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def compute_logits(self, hidden: torch.Tensor, greedy: bool = False) -> torch.Tensor:
+        """fp32 logits [M, V]. ``greedy`` (every row picks its argmax, nothing reads the other logits): a single
+        row on the int4 tied head takes the top ``GREEDY_CANDIDATES`` of a 4-bit head (the Q8_0 embedding
+        rounded per 32 like Q4_1: one int4 plane where the exact head runs two, half its time) and
+        recomputes those in fp32; the other logits are the 4-bit head's. Its argmax is the fp32 path's
+        wherever that token ranks in the 4-bit head's top 32 (tests/engine/serving/test_greedy_head.py)."""
         if self.lm_head is not None:
             return self.lm_head(hidden).float()
         if self._tied_head is not None:
+            if greedy and self._candidate_head is not None and hidden.shape[0] <= HEAD_INT4_MAX_ROWS:
+                return refine_top_logits(self._candidate_head(hidden).float(), hidden, self.embed.weight,
+                                         GREEDY_CANDIDATES)
             logits = self._tied_head(hidden).float()
             if self._tied_head.packed_kind == "int4" and self.embed.weight.dtype == torch.float32:
                 logits = refine_top_logits(logits, hidden, self.embed.weight)
@@ -160,6 +170,9 @@ class HybridLM(nn.Module):
             if head.pack_cpu(kind):
                 self._tied_head = head
                 n += 1
+                if head.packed_kind == "int4" and head.packed.repeat_input and self.embed.weight.dtype == torch.float32:
+                    from engine.quant.cpu_kernels import Int4Weight, round_q4
+                    self._candidate_head = Int4Weight(*round_q4(self.embed.weight.detach()))
         for head in (self.lm_head, self._tied_head):
             if head is not None:  # torch's int4 kernel takes 4x longer for 2 rows than 1 at the head's 49k x 576
                 head.int4_max_rows = HEAD_INT4_MAX_ROWS  # (measured): batched decode steps use its bf16 copy

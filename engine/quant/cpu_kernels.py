@@ -42,6 +42,20 @@ def round_q8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.div(g, d).round_().clamp_(-127, 127).to(torch.int8).view(n, k), d.view(n, -1)
 
 
+def round_q4(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Dense [N, K] -> ``Int4Weight`` args (codes 0..15, scale, zero) rounding each 32 values like GGUF Q4_1
+    (``min + d * q``, ``d = (max - min) / 15``): a 4-bit approximation, for candidate searches only."""
+    n, k = w.shape
+    if k % BLOCK:
+        raise ValueError(f"in_features {k} is not a multiple of {BLOCK}")
+    g = w.float().reshape(n, k // BLOCK, BLOCK)
+    lo, hi = g.amin(-1, keepdim=True), g.amax(-1, keepdim=True)
+    d = ((hi - lo) / 15).clamp_(min=1e-30)
+    q = torch.div(g - lo, d).round_().clamp_(0, 15).to(torch.uint8).view(n, k)
+    d, lo = d.view(n, -1), lo.view(n, -1)
+    return q, d, lo + 8 * d
+
+
 def int4_supported(parts: Sequence) -> bool:
     """Parts this module can pack: GGUF blocks (Q4_0 / Q4_1 / Q8_0) or dense CPU tensors, K a multiple of 32,
     rows (all parts) a multiple of 16 (the kernel's tile)."""
