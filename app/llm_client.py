@@ -135,5 +135,6 @@ def build_chat_model(settings):
               max_num_seqs=settings.engine_max_num_seqs, memory_gib=settings.engine_memory_gib,
               kv_dtype=settings.engine_kv_dtype, chunk_tokens=settings.engine_chunk_tokens,
               device=settings.engine_device, speculative=settings.engine_speculative,
-              dtype=settings.engine_torch_dtype, cpu_gemm=settings.engine_cpu_gemm)
+              dtype=settings.engine_torch_dtype, cpu_gemm=settings.engine_cpu_gemm,
+              compile_decode=settings.engine_compile_decode)
     return EmbeddedChatModel(llm)

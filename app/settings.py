@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     engine_speculative: bool = True  # prompt-lookup speculative decoding for greedy answers
     # CPU GEMM: auto = quantized GGUF weights kept 4-bit (int4 GEMM, bf16 activations), else oneDNN fp32 (exact)
     engine_cpu_gemm: Literal["auto", "int4", "onednn", "fp16", "plain"] = "auto"
+    # CPU dense models: one-sequence decode steps through one compiled graph (engine/compiled_decode.py), compiled
+    # on a background thread at start (steps run eagerly until it is ready); "wait" compiles before serving
+    engine_compile_decode: Literal["off", "background", "wait"] = "background"
 
     # Ingestion
     chunk_tokens: int = 256

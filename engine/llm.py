@@ -97,18 +97,19 @@ class LLM:
                  memory_gib: Optional[float] = None,
                  kv_dtype: str = "bfloat16", chunk_tokens: int = 512, device: str = "cpu",
                  speculative: bool = True, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None,
-                 decode_graphs: str = "auto", cpu_gemm: Optional[str] = None):
+                 decode_graphs: str = "auto", cpu_gemm: Optional[str] = None, compile_decode: str = "off"):
         """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators. ``memory_gib``: a cap on
         weights + caches; None sizes the pools from the device (CUDA) or from what max_num_seqs x max_model_len
         need (CPU). ``decode_graphs``: "auto" captures decode steps in CUDA graphs on CUDA, "off" does not. ``cpu_gemm``: the CPU GEMM kind
-        (engine.loader.resolve_cpu_gemm; None: LEXICON_ENGINE_CPU_GEMM, else "auto")."""
+        (engine.loader.resolve_cpu_gemm; None: LEXICON_ENGINE_CPU_GEMM, else "auto"). ``compile_decode``: "background"
+        compiles a CPU dense model's one-sequence decode step on a thread (engine/compiled_decode.py)."""
         if loaded is None:
             from engine.loader import load_model
             dtype = dtype or (torch.float32 if device == "cpu" else torch.bfloat16)
             loaded = load_model(model_path, dtype=dtype, device=device, cpu_gemm=cpu_gemm)
         self.engine = LLMEngine(loaded, EngineConfig(max_model_len, max_num_seqs, memory_gib, kv_dtype,
                                                      chunk_tokens, device, speculative, max_waiting=max_waiting,
-                                                     decode_graphs=decode_graphs))
+                                                     decode_graphs=decode_graphs, compile_decode=compile_decode))
         release_thread_pool()  # the loop thread below is the one that computes (engine/openmp.py)
         self.team = LoadAwareTeam()  # its OpenMP team: one thread while the machine is oversubscribed
         self.tokenizer = loaded.tokenizer

@@ -43,6 +43,7 @@ class EngineConfig:
     memory_fraction: float = 0.9  # of the device's memory, on CUDA
     kernels: str = "auto"  # engine.kernels.select_ops: Triton on CUDA, the torch paths on CPU
     decode_graphs: str = "auto"  # CUDA graphs for decode steps on CUDA; "off" disables them (ModelRunner)
+    compile_decode: str = "off"  # CPU one-sequence decode steps compiled whole: off | background | wait (ModelRunner)
 
 
 @dataclass
@@ -82,7 +83,7 @@ class LLMEngine:
         self.pools = pools
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
                                   config.kv_dtype, config.kernels, config.max_num_seqs, config.max_model_len,
-                                  config.decode_graphs, spec_tokens)
+                                  config.decode_graphs, spec_tokens, config.compile_decode)
         # bf16 prefill attention where the prefill GEMMs round to bf16 anyway (int4 weights) and the pool is bf16
         self.runner.ctx.prefill_bf16 = bf16_prefill(self.model)
         blocks = BlockManager(pools.num_kv_blocks, config.block_size)

@@ -15,6 +15,7 @@ from typing import Optional
 
 import torch
 
+from engine.compiled_decode import CompiledDecode, supported as compiled_supported
 from engine.cuda_graphs import DecodeGraphs
 from engine.forward_context import SeqSpan
 from engine.kernels.cpu_decode_attention import bf16_decode
@@ -27,16 +28,22 @@ from engine.state_pool import StatePool
 from engine.static_decode import StaticDecodeContext
 
 DECODE_GRAPHS = ("auto", "off", "static", "capture")
+COMPILE_DECODE = ("off", "background", "wait")
 
 
 class ModelRunner:
     def __init__(self, model: HybridLM, num_kv_blocks: int, block_size: int, num_state_slots: int,
                  kv_dtype: str = "bfloat16", kernels: str = "auto", max_num_seqs: int = 8,
-                 max_model_len: int = 8192, decode_graphs: str = "auto", spec_tokens: int = 0):
+                 max_model_len: int = 8192, decode_graphs: str = "auto", spec_tokens: int = 0,
+                 compile_decode: str = "off"):
         """``decode_graphs``: "auto" (CUDA graphs on CUDA with the Triton kernels, else the eager paged step),
         "capture" (graphs; CUDA only), "static" (the graphs' static-buffer step, run eagerly: any device),
-        "off" (eager)."""
+        "off" (eager). ``compile_decode``: a CPU dense model's one-sequence decode steps through one compiled
+        graph (engine/compiled_decode.py): "background" compiles on a thread while steps run eagerly, "wait"
+        compiles here, "off" never."""
         from engine.kernels import select_ops
+        if compile_decode not in COMPILE_DECODE:
+            raise ValueError(f"unknown compile_decode {compile_decode!r}: {' | '.join(COMPILE_DECODE)}")
         if decode_graphs not in DECODE_GRAPHS:
             raise ValueError(f"unknown decode_graphs {decode_graphs!r}: {' | '.join(DECODE_GRAPHS)}")
         self.model = model
@@ -68,6 +75,10 @@ class ModelRunner:
             sctx = StaticDecodeContext(self.kv, self.states, self.ops, max_num_seqs, max_model_len,
                                        scratch_block=num_kv_blocks)
             self.graphs = DecodeGraphs(model, sctx, max_num_seqs, capture=cuda and decode_graphs != "static")
+        self.compiled: Optional[CompiledDecode] = None
+        if compile_decode != "off" and self.graphs is None and compiled_supported(model, self.kv):
+            self.compiled = CompiledDecode(model, self.kv, num_kv_blocks * block_size, self.ctx.decode_bf16)
+            self.compiled.start(background=compile_decode == "background")
 
     @staticmethod
     def _is_decode(batch: ScheduledBatch) -> bool:
@@ -85,6 +96,11 @@ class ModelRunner:
         if self.graphs is not None and self._is_decode(batch) and self.graphs.fits(len(batch.seqs)):
             logits = self.graphs.run(batch.seqs)
             rows: list = [[i] for i in range(len(batch.seqs))]
+        elif (self.compiled is not None and self.compiled.ready and len(batch.seqs) == 1 and self._is_decode(batch)
+              and (slots := self._one_run(batch.seqs[0])) is not None):
+            seq = batch.seqs[0]
+            hidden = self.compiled(torch.tensor([seq.token_ids[seq.num_cached]]), *slots)
+            logits, rows = self.model.compute_logits(hidden, greedy=seq.params.greedy), [[0]]
         else:
             logits, rows = self._eager(batch, dev)
         self.last_logits = logits  # the step's logits rows (tests compare the decode paths on them)
@@ -123,7 +139,18 @@ class ModelRunner:
         hidden = self.model(up[0], up[1], self.ctx)
         if not want:
             return None, rows
-        return self.model.compute_logits(hidden.index_select(0, up[2, :len(want)])), rows
+        greedy = all(s.params.greedy for s in batch.seqs) and not any(s.draft for s in batch.seqs)
+        return self.model.compute_logits(hidden.index_select(0, up[2, :len(want)]), greedy=greedy), rows
+
+    def _one_run(self, seq) -> Optional[tuple[int, int]]:
+        """(first pool slot of the sequence's past, its new token's slot) where its blocks up to the new token
+        are consecutive (one run of slots, what the compiled step reads), else None."""
+        table, bs, pos = seq.block_table, self.kv.block_size, seq.num_cached
+        first_break, _ = self.ctx._table(table, self.model.device)
+        if first_break < pos // bs:  # blocks 0..pos // bs must follow each other
+            return None
+        start = table[0] * bs
+        return start, start + pos
 
     def _verify_checkpoints(self, batch: ScheduledBatch, spans: list[SeqSpan]):
         """Which spans verify drafts (decode + drafts) and where their per-position Mamba states go."""

@@ -7,6 +7,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# the app's embedded engine compiles its decode step on a background thread (a core for 25 s to 2 min): off in
+# tests that only need answers; tests/engine/serving/test_compiled_decode.py covers the compiled step
+os.environ.setdefault("LEXICON_ENGINE_COMPILE_DECODE", "off")
 
 POSTGRES_URL = os.environ.get("LEXICON_TEST_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/test")
 
