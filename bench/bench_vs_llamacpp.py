@@ -1,11 +1,12 @@
-"""Our engine vs llama.cpp (llama-cpp-python) on the same SmolLM2-135M GGUF, greedy, in one process (issue #14).
+"""Our engine vs llama.cpp (llama-cpp-python) on the same SmolLM2-135M GGUF, greedy, in one run (issue #14).
 
 Workloads, each run for every ``BENCH_GEMMS`` kind of ours (default ``int4,onednn``: the int4 weights the
 engine keeps for quantized GGUF files, and the fp32 oneDNN path before them) and for llama.cpp, interleaved
 ``BENCH_REPEATS`` times (default 2); medians and each repeat's ratio to llama.cpp are printed:
 
 - ``batch1``: one request, a short chat prompt, 128 new tokens (EOS ignored): decode tok/s after the first
-  token. Ours without prompt lookup (the plain decode loop) and with it (the engine default for greedy).
+  token. Ours without prompt lookup (the plain decode loop), with it (the engine default for greedy), and
+  with the compiled decode step (engine/compiled_decode.py; compiled once before the repeats, its time printed).
 - ``prefill``: one fresh 512- and 2,000-token prompt: prompt tok/s up to the first token.
 - ``concurrent``: 8 requests x 512-token prompts x 128 new tokens, aggregate new tok/s (prefill included);
   ours as 8 concurrent callers on one ``LLM`` (prompt lookup off), llama.cpp one request after another.
@@ -16,7 +17,12 @@ llama-cpp-python``, compiles for minutes) the llama.cpp runs are skipped with a 
 with the numbers the issue recorded on a quiet machine.
 
     python bench/bench_vs_llamacpp.py
-Env: BENCH_REPEATS, BENCH_GEMMS, BENCH_MODES (batch1,prefill,concurrent), BENCH_NEW_TOKENS (128).
+llama.cpp runs in a child process (bench/llamacpp_worker.py: two OpenMP runtimes in one process slowed each other),
+with its default params (extra buffer types: the CPU repacks of Q4_0/Q8_0 tensors, AMX) unless they crash here,
+else without extra buffer types (``BENCH_LLAMACPP_DEFAULTS=off`` forces that).
+
+Env: BENCH_REPEATS, BENCH_GEMMS, BENCH_MODES (batch1,prefill,concurrent), BENCH_NEW_TOKENS (128),
+BENCH_LLAMACPP_DEFAULTS (auto | off), BENCH_COMPILE (1 | 0).
 """
 from __future__ import annotations
 
@@ -30,78 +36,32 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from app.settings import packaged_llm_gguf  # noqa: E402
+import llamacpp_worker  # noqa: E402
 from engine_workloads import dossier, synthetic_prompts  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", 2))
 GEMMS = os.environ.get("BENCH_GEMMS", "int4,onednn").split(",")
 MODES = os.environ.get("BENCH_MODES", "batch1,prefill,concurrent").split(",")
 NEW = int(os.environ.get("BENCH_NEW_TOKENS", 128))
+COMPILE = os.environ.get("BENCH_COMPILE", "1") != "0"  # batch-1: also ours with the compiled decode step
 # issue #14, llama-cpp-python 0.3.36 on the project's quiet 2-core machine (two repeats)
 RECORDED = {"batch1": (129, 112), "prefill 512": (419,), "prefill 2000": (349,), "concurrent": (55, 49)}
 CHAT = [{"role": "user", "content": "Explain what an indemnification clause in a supply agreement does, "
                                     "and how it differs from a limitation of liability."}]
 
 
-class LlamaCpp:
-    """Greedy generation through llama.cpp's own eval loop (argmax of the last logits, EOS not special)."""
-
-    def __init__(self, path: Path):
-        import llama_cpp.llama_cpp as lib
-        from llama_cpp import Llama
-
-        default_params = lib.llama_model_default_params
-
-        def no_extra_buffers():
-            # llama.cpp's AMX buffer repacks the Q4_1 tensors on CPUs with AMX and then segfaults in the first
-            # eval (llama-cpp-python 0.3.36, Xeon with AMX_INT8, seen 2026-12-03); without the extra buffer
-            # types it runs its plain AVX512 Q4_1 kernels (Q4_1 has no CPU repack anyway)
-            params = default_params()
-            params.use_extra_bufts = False
-            return params
-
-        lib.llama_model_default_params = no_extra_buffers
-        try:
-            self.llm = Llama(str(path), n_ctx=4096, n_batch=512, n_threads=torch.get_num_threads(), verbose=False)
-        finally:
-            lib.llama_model_default_params = default_params
-
-    def prefill(self, ids: list[int]) -> float:
-        self.llm.reset()
-        t0 = time.perf_counter()
-        self.llm.eval(ids)
-        return time.perf_counter() - t0
-
-    def argmax(self) -> int:
-        # Llama.scores is only filled with logits_all=True (0.3.x): read the last token's logits from the context
-        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits_ith(-1), shape=(self.llm.n_vocab(),))
-        return int(np.argmax(logits))
-
-    def generate(self, ids: list[int], new: int) -> tuple[float, float, list[int]]:
-        """-> (seconds to the first token, seconds for the rest, tokens)."""
-        t0 = time.perf_counter()
-        self.prefill(ids)
-        out = [self.argmax()]
-        first = time.perf_counter()
-        while len(out) < new:
-            self.llm.eval([out[-1]])
-            out.append(self.argmax())
-        return first - t0, time.perf_counter() - first, out
-
-
 def llama_cpp(path: Path):
-    try:
-        return LlamaCpp(path)
-    except ImportError:
+    lcpp = llamacpp_worker.start(path, torch.get_num_threads())
+    if lcpp is None:
         print("llama-cpp-python is not installed (pip install llama-cpp-python): llama.cpp runs skipped; "
               f"ratios below are against the issue's recorded quiet-machine numbers {RECORDED}")
-        return None
+    return lcpp
 
 
-def make_llm(path: Path, loaded, seqs: int, max_len: int, speculative: bool = False):
+def make_llm(path: Path, loaded, seqs: int, max_len: int, speculative: bool = False, compile_decode: str = "off"):
     from engine.llm_engine import LLM
 
     from engine.kernels.cpu_prefill_attention import bf16_prefill
@@ -110,7 +70,7 @@ def make_llm(path: Path, loaded, seqs: int, max_len: int, speculative: bool = Fa
     # attention compute in bf16; the exact fp32 path keeps an fp32 pool
     kv = "float32" if loaded.model.dtype == torch.float32 and not bf16_prefill(loaded.model) else "bfloat16"
     return LLM(path, max_model_len=max_len, max_num_seqs=seqs, memory_gib=3.0, kv_dtype=kv, chunk_tokens=512,
-               loaded=loaded, speculative=speculative)
+               loaded=loaded, speculative=speculative, compile_decode=compile_decode)
 
 
 def ours_stream(llm, prompt: list[int], new: int) -> tuple[float, float, list[int]]:
@@ -172,6 +132,8 @@ def main() -> int:
     ours = {g: load_model(path, cpu_gemm=g) for g in GEMMS}
     tok = next(iter(ours.values())).tokenizer
     lcpp = llama_cpp(path)
+    if lcpp is not None:
+        print(f"llama.cpp (a child process): {'default params (extra buffer types on)' if lcpp.defaults else 'extra buffer types off'}")
     print(f"SmolLM2-135M {path.name}, {torch.get_num_threads()} threads, load average "
           f"{os.getloadavg()[0]:.1f} (a busy machine skews every run; runs are interleaved so ratios stay fair)")
     for g, loaded in ours.items():
@@ -180,20 +142,37 @@ def main() -> int:
     if "batch1" in MODES:
         rates: dict[str, list[float]] = {}
         tokens: dict[str, list[int]] = {}
+        # one engine per GEMM kind for every variant (two live engines' OpenMP pools slow both): prompt lookup
+        # and the compiled step toggled on it; compiled once, before the repeats (a one-time cost, printed)
+        engines = {}
+        for g, loaded in ours.items():
+            t0 = time.perf_counter()
+            llm = make_llm(path, loaded, 1, len(chat) + NEW + 16, speculative=True,
+                           compile_decode="wait" if COMPILE else "off")
+            compiled = llm.engine.runner.compiled
+            if COMPILE:
+                print(f"  ours {g}: " + (f"decode step compiled in {time.perf_counter() - t0:.0f} s" if compiled and compiled.ready
+                                         else f"no compiled decode step ({compiled.error if compiled else 'model not covered'})"))
+            engines[g] = (llm, llm.engine.lookup, compiled if compiled is not None and compiled.ready else None)
+        variants = {"": (False, False), " + prompt lookup": (True, False), " compiled": (False, True)}
         for _ in range(REPEATS):
             if lcpp is not None:
                 lcpp.generate(chat[:8], 4)  # warm-up
                 _, dec, tokens["llama.cpp"] = lcpp.generate(chat, NEW)
                 rates.setdefault("llama.cpp", []).append((NEW - 1) / dec)
-            for g, loaded in ours.items():
-                for spec in (False, True):
-                    llm = make_llm(path, loaded, 1, len(chat) + NEW + 16, speculative=spec)
+            for g, (llm, lookup, compiled) in engines.items():
+                for name, (spec, comp) in variants.items():
+                    if comp and compiled is None:
+                        continue
+                    llm.engine.lookup = lookup if spec else None
+                    if compiled is not None:
+                        compiled.ready = comp
                     ours_stream(llm, chat[:8], 4)  # warm-up
                     _, dec, ids = ours_stream(llm, chat, NEW)
-                    llm.close()
-                    run = f"ours {g}" + (" + prompt lookup" if spec else "")
-                    rates.setdefault(run, []).append((len(ids) - 1) / dec)
-                    tokens[run] = ids
+                    rates.setdefault(f"ours {g}{name}", []).append((len(ids) - 1) / dec)
+                    tokens[f"ours {g}{name}"] = ids
+        for llm, _, _ in engines.values():
+            llm.close()
         report(f"batch-1 decode, {len(chat)}-token chat prompt, {NEW} new tokens", rates, "tok/s",
                RECORDED["batch1"])
         if "llama.cpp" in tokens:
@@ -233,6 +212,8 @@ def main() -> int:
                 llm.close()
         report(f"8 requests x 512-token prompts x {NEW} new tokens (ours concurrent, llama.cpp sequential)",
                rates, "aggregate new tok/s", RECORDED["concurrent"])
+    if lcpp is not None:
+        lcpp.close()
     return 0
 
 
