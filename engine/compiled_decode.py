@@ -21,6 +21,7 @@ compile a second graph.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Optional
@@ -28,6 +29,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+log = logging.getLogger(__name__)
 SHIFT = 2  # start and write slots go in + 2: never the 0 / 1 that dynamo specializes
 
 
@@ -144,8 +146,10 @@ class CompiledDecode:
                     raise RuntimeError("the compiled decode graph called directly differs from dynamo's call")
             self.compile_seconds = time.perf_counter() - t0
             self.ready = True
+            log.info("decode step compiled in %.0f s: one-sequence decode steps run the compiled graph", self.compile_seconds)
         except Exception as exc:  # no C++ compiler, an inductor bug: the eager step stays
             self.error = exc
+            log.warning("compiling the decode step failed (%s: %s); decode steps stay eager", type(exc).__name__, exc)
 
     def start(self, background: bool = True) -> None:
         if background:

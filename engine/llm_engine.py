@@ -216,8 +216,17 @@ class LLMEngine:
             "speculative": self.lookup is not None, "spec_mean_acceptance_length": self.spec.mean_acceptance_length,
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
             "kv_pool_bytes": self.pools.kv_bytes, "state_pool_bytes": self.pools.state_bytes,
-            "pool_budget": self.pools.source,
+            "pool_budget": self.pools.source, "compiled_decode": self._compiled_state(),
         }
+
+    def _compiled_state(self) -> str:
+        """off | compiling | ready | failed: <error> (engine/compiled_decode.py)."""
+        c = self.runner.compiled
+        if c is None:
+            return "off"
+        if c.error is not None:
+            return f"failed: {type(c.error).__name__}: {str(c.error)[:200]}"
+        return "ready" if c.ready else "compiling"
 
 
 from engine.llm import LLM, TextStream  # noqa: E402,F401  (the facade; importable from here as before)

@@ -83,7 +83,7 @@ def test_compile_decode_is_checked_and_left_off_where_it_does_not_apply():
         ModelRunner(None, 1, 16, 1, compile_decode="sometimes")
     hybrid = random_hybrid(tiny_hybrid_config(), seed=1)  # Mamba2 + attention + MoE blocks: not covered
     eng = LLMEngine(hybrid, EngineConfig(max_model_len=64, max_num_seqs=2, speculative=False, compile_decode="wait"))
-    assert eng.runner.compiled is None
+    assert eng.runner.compiled is None and eng.stats()["compiled_decode"] == "off"
 
 
 def test_background_compile_serves_eagerly_meanwhile_then_takes_over(compiled_engine):
@@ -95,6 +95,7 @@ def test_background_compile_serves_eagerly_meanwhile_then_takes_over(compiled_en
     while eng.has_work:  # runs whether or not the compile is done (eager until it is)
         eng.step()
     assert compiled.wait(timeout=900) and compiled.error is None and compiled.compile_seconds > 0
+    assert eng.stats()["compiled_decode"] == "ready"
     again = eng.add_request(TEXT, SamplingParams(max_tokens=6, ignore_eos=True))
     while eng.has_work:
         eng.step()
