@@ -217,6 +217,7 @@ class LLMEngine:
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
             "kv_pool_bytes": self.pools.kv_bytes, "state_pool_bytes": self.pools.state_bytes,
             "pool_budget": self.pools.source, "compiled_decode": self._compiled_state(),
+            "compiled_decode_ready": int(self.runner.compiled is not None and self.runner.compiled.ready),
         }
 
     def _compiled_state(self) -> str:

@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 
 router = APIRouter(tags=["ops"])
 ENGINE_GAUGES = ("running", "waiting", "kv_blocks_used", "kv_blocks_total", "mamba_slots_used", "mamba_slots_total",
-                 "snapshots", "tokens_per_s", "generated_tokens")
+                 "snapshots", "tokens_per_s", "generated_tokens", "compiled_decode_ready")
 
 
 class Metrics:

@@ -95,7 +95,7 @@ def test_background_compile_serves_eagerly_meanwhile_then_takes_over(compiled_en
     while eng.has_work:  # runs whether or not the compile is done (eager until it is)
         eng.step()
     assert compiled.wait(timeout=900) and compiled.error is None and compiled.compile_seconds > 0
-    assert eng.stats()["compiled_decode"] == "ready"
+    assert eng.stats()["compiled_decode"] == "ready" and eng.stats()["compiled_decode_ready"] == 1
     again = eng.add_request(TEXT, SamplingParams(max_tokens=6, ignore_eos=True))
     while eng.has_work:
         eng.step()
