@@ -29,6 +29,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from engine.layers.embedding import apply_rope, rope_tables
+
 log = logging.getLogger(__name__)
 SHIFT = 2  # start and write slots go in + 2: never the 0 / 1 that dynamo specializes
 
@@ -99,11 +101,7 @@ class CompiledDecode:
         H, KV, D = s.num_heads, s.num_kv_heads, s.head_dim
         qkv = att.qkv_proj.forward(x).view(H + 2 * KV, D)
         qk, v = qkv[:H + KV], qkv[H + KV:]
-        freqs = att.rotary.inv_freq * pos
-        cos, sin = freqs.cos(), freqs.sin()
-        cos, sin = torch.cat([cos, cos]).to(qk.dtype), torch.cat([-sin, sin]).to(qk.dtype)
-        swapped = qk.unflatten(-1, (2, D // 2)).flip(-2).flatten(-2)  # rotate_half's cat(x2, x1)
-        qk = qk * cos + swapped * sin
+        qk = apply_rope(qk, *rope_tables(att.rotary.inv_freq * pos))
         kc, vc = self.kv.k[att.attn_idx], self.kv.v[att.attn_idx]
         kc[:, write:write + 1] = qk[H:].to(kc.dtype).unsqueeze(1)
         vc[:, write:write + 1] = v.to(vc.dtype).unsqueeze(1)
@@ -112,9 +110,8 @@ class CompiledDecode:
         q = q.to(kc.dtype) if self.bf16_attention else q
         if keys.dtype != q.dtype:
             keys, values = keys.to(q.dtype), values.to(q.dtype)
-        out = F.scaled_dot_product_attention(q, keys[None], values[None], scale=att.scale)
-        return att.o_proj.forward(out.reshape(1, H * D).to(x.dtype) if not self.bf16_attention
-                                  else out.reshape(1, H * D))
+        out = F.scaled_dot_product_attention(q, keys[None], values[None], scale=att.scale)  # in q's dtype
+        return att.o_proj.forward(out.reshape(1, H * D))  # bf16 goes in as it is, as in the eager step
 
     def __call__(self, ids: torch.Tensor, start: int, write: int) -> torch.Tensor:
         """ids [1] -> hidden [1, hidden]: the token at position ``write - start`` of the sequence whose past

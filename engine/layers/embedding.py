@@ -34,6 +34,22 @@ def _llama3_inv_freq(inv_freq: torch.Tensor, s: dict) -> torch.Tensor:
     return torch.where(is_mid, mid, scaled)
 
 
+def rope_tables(freqs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Angles [..., head_dim / 2] -> cos and sign-folded sin [..., head_dim] for ``apply_rope``."""
+    cos, sin = freqs.cos(), freqs.sin()
+    return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [..., head_dim] rotated (same dtype): x*cos + rotate_half(x)*sin, where rotate_half(x)*sin =
+    cat(x2, x1) * cat(-sin, sin) (``rope_tables``)."""
+    if cos.dtype != x.dtype:
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    half = x.shape[-1] // 2
+    swapped = x.unflatten(-1, (2, half)).flip(-2).flatten(-2)  # cat(x2, x1): one copy, not two slices + cat
+    return torch.addcmul(x * cos, swapped, sin)
+
+
 class RotaryEmbedding(nn.Module):
     """One instance is shared by every attention layer with the same rope settings (``HybridLM``), so the
     cos/sin of a forward's positions are computed once, not once per layer."""
@@ -57,8 +73,8 @@ class RotaryEmbedding(nn.Module):
         if last is not None and last[0] is positions:
             return last[1], last[2]
         freqs = positions.to(self.inv_freq.device).float()[:, None] * self.inv_freq[None, :]
-        cos, sin = freqs.cos(), freqs.sin()
-        cos, sin = torch.cat([cos, cos], dim=-1)[:, None, :], torch.cat([-sin, sin], dim=-1)[:, None, :]
+        cos, sin = rope_tables(freqs)
+        cos, sin = cos[:, None, :], sin[:, None, :]
         self._last = (positions, cos, sin)
         return cos, sin
 
@@ -66,8 +82,4 @@ class RotaryEmbedding(nn.Module):
         """x [T, heads, hd], positions [T] -> rotated x (same dtype): x*cos + rotate_half(x)*sin, where
         rotate_half(x)*sin = cat(x2, x1) * cat(-sin, sin)."""
         cos, sin = self.cos_sin(positions)
-        if cos.dtype != x.dtype:
-            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
-        half = x.shape[-1] // 2
-        swapped = x.unflatten(-1, (2, half)).flip(-2).flatten(-2)  # cat(x2, x1): one copy, not two slices + cat
-        return torch.addcmul(x * cos, swapped, sin)
+        return apply_rope(x, cos, sin)
