@@ -139,18 +139,14 @@ class ModelRunner:
         hidden = self.model(up[0], up[1], self.ctx)
         if not want:
             return None, rows
-        greedy = all(s.params.greedy for s in batch.seqs) and not any(s.draft for s in batch.seqs)
+        greedy = all(s.params.greedy for s in batch.seqs)  # (a draft's rows are several: the exact head)
         return self.model.compute_logits(hidden.index_select(0, up[2, :len(want)]), greedy=greedy), rows
 
     def _one_run(self, seq) -> Optional[tuple[int, int]]:
-        """(first pool slot of the sequence's past, its new token's slot) where its blocks up to the new token
-        are consecutive (one run of slots, what the compiled step reads), else None."""
-        table, bs, pos = seq.block_table, self.kv.block_size, seq.num_cached
-        first_break, _ = self.ctx._table(table, self.model.device)
-        if first_break < pos // bs:  # blocks 0..pos // bs must follow each other
-            return None
-        start = table[0] * bs
-        return start, start + pos
+        """(first pool slot of the sequence's past, its new token's slot) where its past and new token lie in
+        one run of slots (what the compiled step reads), else None."""
+        start = self.ctx.run_start(seq.block_table, seq.num_cached + 1)
+        return None if start is None else (start, start + seq.num_cached)
 
     def _verify_checkpoints(self, batch: ScheduledBatch, spans: list[SeqSpan]):
         """Which spans verify drafts (decode + drafts) and where their per-position Mamba states go."""

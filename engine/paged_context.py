@@ -153,6 +153,12 @@ class PagedContext:
         self._tables[id(table)] = entry
         return entry[1], entry[2]
 
+    def run_start(self, table: list[int], n: int) -> Optional[int]:
+        """The first pool slot of a sequence's first ``n`` tokens where they lie in one run of consecutive slots
+        (its blocks 0..used-1 follow each other), else None."""
+        first_break, _ = self._table(table, self.kv.k[0].device if self.kv.k else "cpu")
+        return table[0] * self.kv.block_size if first_break >= -(-n // self.kv.block_size) - 1 else None
+
     def prepare(self, spans: list[SeqSpan], block_tables: list[list[int]], slots: list[int]) -> "PagedContext":
         bs, dev = self.kv.block_size, self.kv.k[0].device if self.kv.k else "cpu"
         self.spans, self.slots = spans, slots
@@ -164,12 +170,13 @@ class PagedContext:
         for s, table in zip(spans, block_tables):
             n = s.past_len + s.length
             write.extend(table[p // bs] * bs + p % bs for p in range(s.past_len, n))
-            first_break, tt = self._table(table, dev)
+            _, tt = self._table(table, dev)
             tables.append(tt)
-            used = -(-n // bs)
-            if first_break >= used - 1:  # blocks 0..used-1 are consecutive: a view of the pool
-                self.read.append(slice(table[0] * bs, table[0] * bs + n))
+            start = self.run_start(table, n)
+            if start is not None:  # a view of the pool
+                self.read.append(slice(start, start + n))
             else:
+                used = -(-n // bs)
                 self.read.append((tt[:used].long()[:, None] * bs + torch.arange(bs, device=dev)).flatten()[:n])
         live = {id(t) for t in block_tables}
         self._tables = {k: v for k, v in self._tables.items() if k in live}
