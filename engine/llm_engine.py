@@ -204,6 +204,7 @@ class LLMEngine:
         while self.recent and now - self.recent[0][0] > 10.0:
             self.recent.popleft()
         window = max(1e-9, min(10.0, now - self.started))
+        compiled = self._compiled_state()
         return {
             "running": len(s.running), "waiting": len(s.waiting),
             "kv_blocks_used": s.blocks.num_used, "kv_blocks_total": s.blocks.num_blocks,
@@ -216,8 +217,7 @@ class LLMEngine:
             "speculative": self.lookup is not None, "spec_mean_acceptance_length": self.spec.mean_acceptance_length,
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
             "kv_pool_bytes": self.pools.kv_bytes, "state_pool_bytes": self.pools.state_bytes,
-            "pool_budget": self.pools.source, "compiled_decode": self._compiled_state(),
-            "compiled_decode_ready": int(self.runner.compiled is not None and self.runner.compiled.ready),
+            "pool_budget": self.pools.source, "compiled_decode": compiled, "compiled_decode_ready": int(compiled == "ready"),
         }
 
     def _compiled_state(self) -> str:

@@ -31,13 +31,19 @@ from engine.quant.gguf_blocks import BLOCK, GgufBlockTensor
 COMPUTE_DTYPE = torch.bfloat16
 
 
+def _blocks(w: torch.Tensor) -> torch.Tensor:
+    """Dense [N, K] -> fp32 [N, K / 32, 32]: its groups of 32 input values."""
+    n, k = w.shape
+    if k % BLOCK:
+        raise ValueError(f"in_features {k} is not a multiple of {BLOCK}")
+    return w.float().reshape(n, k // BLOCK, BLOCK)
+
+
 def round_q8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Dense [N, K] -> (q int8 [N, K] in -127..127, d fp32 [N, K/32]) with ``w ~ d * q`` per 32 values.
     A weight dequantized from Q8_0 gets its own codes and scales back."""
     n, k = w.shape
-    if k % BLOCK:
-        raise ValueError(f"in_features {k} is not a multiple of {BLOCK}")
-    g = w.float().reshape(n, k // BLOCK, BLOCK)
+    g = _blocks(w)
     d = (g.abs().amax(-1, keepdim=True) / 127).clamp_(min=1e-30)
     return torch.div(g, d).round_().clamp_(-127, 127).to(torch.int8).view(n, k), d.view(n, -1)
 
@@ -46,9 +52,7 @@ def round_q4(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     """Dense [N, K] -> ``Int4Weight`` args (codes 0..15, scale, zero) rounding each 32 values like GGUF Q4_1
     (``min + d * q``, ``d = (max - min) / 15``): a 4-bit approximation, for candidate searches only."""
     n, k = w.shape
-    if k % BLOCK:
-        raise ValueError(f"in_features {k} is not a multiple of {BLOCK}")
-    g = w.float().reshape(n, k // BLOCK, BLOCK)
+    g = _blocks(w)
     lo, hi = g.amin(-1, keepdim=True), g.amax(-1, keepdim=True)
     d = ((hi - lo) / 15).clamp_(min=1e-30)
     q = torch.div(g - lo, d).round_().clamp_(0, 15).to(torch.uint8).view(n, k)
