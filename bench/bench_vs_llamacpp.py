@@ -9,7 +9,8 @@ engine keeps for quantized GGUF files, and the fp32 oneDNN path before them) and
   with the compiled decode step (engine/compiled_decode.py; compiled once before the repeats, its time printed).
 - ``prefill``: one fresh 512- and 2,000-token prompt: prompt tok/s up to the first token.
 - ``concurrent``: 8 requests x 512-token prompts x 128 new tokens, aggregate new tok/s (prefill included);
-  ours as 8 concurrent callers on one ``LLM`` (prompt lookup off), llama.cpp one request after another.
+  ours as 8 concurrent callers on one ``LLM`` (prompt lookup off), eager and with the compiled decode steps
+  (toggled on one engine), llama.cpp one request after another.
 
 Also printed: the weight bytes one decode step reads (every projection and the LM head) per kind, and the
 greedy agreement of our batch-1 tokens with llama.cpp's. Without llama-cpp-python (``pip install
@@ -19,7 +20,10 @@ with the numbers the issue recorded on a quiet machine.
     python bench/bench_vs_llamacpp.py
 llama.cpp runs in a child process (bench/llamacpp_worker.py: two OpenMP runtimes in one process slowed each other),
 with its default params (extra buffer types: the CPU repacks of Q4_0/Q8_0 tensors, AMX) unless they crash here,
-else without extra buffer types (``BENCH_LLAMACPP_DEFAULTS=off`` forces that).
+else without extra buffer types (``BENCH_LLAMACPP_DEFAULTS=off`` forces that). On an AMX Xeon the AMX buffer
+crashes; build llama-cpp-python there without AMX (``CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=ON
+-DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX512_VBMI=ON"``, AVX2/FMA/F16C/BMI2 on by default) to keep
+its CPU repacks, its fastest working configuration.
 
 Env: BENCH_REPEATS, BENCH_GEMMS, BENCH_MODES (batch1,prefill,concurrent), BENCH_NEW_TOKENS (128),
 BENCH_LLAMACPP_DEFAULTS (auto | off), BENCH_COMPILE (1 | 0).
@@ -46,7 +50,7 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", 2))
 GEMMS = os.environ.get("BENCH_GEMMS", "int4,onednn").split(",")
 MODES = os.environ.get("BENCH_MODES", "batch1,prefill,concurrent").split(",")
 NEW = int(os.environ.get("BENCH_NEW_TOKENS", 128))
-COMPILE = os.environ.get("BENCH_COMPILE", "1") != "0"  # batch-1: also ours with the compiled decode step
+COMPILE = os.environ.get("BENCH_COMPILE", "1") != "0"  # batch-1 and concurrent: also ours with the compiled steps
 # issue #14, llama-cpp-python 0.3.36 on the project's quiet 2-core machine (two repeats)
 RECORDED = {"batch1": (129, 112), "prefill 512": (419,), "prefill 2000": (349,), "concurrent": (55, 49)}
 CHAT = [{"role": "user", "content": "Explain what an indemnification clause in a supply agreement does, "
@@ -199,17 +203,32 @@ def main() -> int:
     if "concurrent" in MODES:
         prompts = synthetic_prompts(tok, 8, 512)
         rates = {}
+        # one engine per GEMM kind for every repeat, the compiled steps toggled on it (as in batch-1)
+        engines = {}
+        for g, loaded in ours.items():
+            t0 = time.perf_counter()
+            llm = make_llm(path, loaded, len(prompts), 512 + NEW + 32, compile_decode="wait" if COMPILE else "off")
+            compiled = llm.engine.runner.compiled
+            if COMPILE:
+                print(f"  ours {g} (8 sequences): " + (f"decode steps compiled in {time.perf_counter() - t0:.0f} s"
+                                                     if compiled and compiled.ready else "no compiled decode step"))
+            engines[g] = (llm, compiled if compiled is not None and compiled.ready else None)
         for _ in range(REPEATS):
             if lcpp is not None:
                 t0 = time.perf_counter()
                 for p in prompts:
                     lcpp.generate(p, NEW)
                 rates.setdefault("llama.cpp", []).append(NEW * len(prompts) / (time.perf_counter() - t0))
-            for g, loaded in ours.items():
-                llm = make_llm(path, loaded, len(prompts), 512 + NEW + 32)
-                ours_stream(llm, prompts[0][:16], 2)  # warm-up
-                rates.setdefault(f"ours {g}", []).append(NEW * len(prompts) / ours_concurrent(llm, prompts))
-                llm.close()
+            for g, (llm, compiled) in engines.items():
+                for name, comp in (("", False), (" compiled", True)):
+                    if comp and compiled is None:
+                        continue
+                    if compiled is not None:
+                        compiled.ready = comp
+                    ours_stream(llm, prompts[0][:16], 2)  # warm-up
+                    rates.setdefault(f"ours {g}{name}", []).append(NEW * len(prompts) / ours_concurrent(llm, prompts))
+        for llm, _ in engines.values():
+            llm.close()
         report(f"8 requests x 512-token prompts x {NEW} new tokens (ours concurrent, llama.cpp sequential)",
                rates, "aggregate new tok/s", RECORDED["concurrent"])
     if lcpp is not None:

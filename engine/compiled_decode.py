@@ -29,6 +29,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from engine.direct_graph import DirectGraph
 from engine.layers.embedding import apply_rope, rope_tables
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ SHIFT = 2  # start and write slots go in + 2: never the 0 / 1 that dynamo specia
 
 def supported(model, kv) -> bool:
     """Dense attention (rope, no window) + MLP blocks on CPU over a bf16 / fp32 pool."""
-    if model.device.type != "cpu" or kv.fp8 or not kv.k:
+    if model.device.type != "cpu" or kv.fp8 or not kv.k or kv.block_size < 8 \
+            or any(t.storage_offset() for t in kv.k + kv.v):  # warm-up writes in one block; views from offset 0
         return False
     for b in model.blocks:
         if b.kind == "attention":
@@ -58,30 +60,8 @@ class CompiledDecode:
         self.error: Optional[BaseException] = None
         self.compile_seconds: Optional[float] = None
         self._thread: Optional[threading.Thread] = None
-        self._graph = None  # inductor's compiled graph, called directly once ready (see _backend)
-        self._args: list = []  # its inputs as captured: the weights, the pool, their sizes
-        self._slots: dict[str, int] = {}  # where x, start2 and write2 go in _args
-        self._fn = torch.compile(self._forward, backend=self._backend, dynamic=True, fullgraph=True)
-
-    def _backend(self, gm, example_inputs):
-        """Compile the traced step with inductor (C++ wrapper) and keep the compiled graph and its inputs, to be
-        called without dynamo: its guards (every weight, module and attribute the step read, ~5,000 checks)
-        cost 2.3 ms a step, a fifth of it. Nothing the graph reads changes between steps but x and the two
-        ints: the weights and the pool are the same tensors, their sizes the same numbers."""
-        from torch._inductor.compile_fx import compile_fx
-
-        graph = compile_fx(gm, example_inputs, config_patches={"cpp_wrapper": True})
-        names = [n.meta["grapharg"].source.name for n in gm.graph.nodes if n.op == "placeholder"]
-        args, slots = [], {}
-        for name, value in zip(names, example_inputs):
-            if name in ("L['x']", "L['start2']", "L['write2']"):
-                slots[name[3:-2]] = len(args)
-            elif isinstance(value, torch.SymInt):  # a size or stride of a persistent tensor: its number
-                value = value.node.hint
-            args.append(value)
-        if set(slots) == {"x", "start2", "write2"}:
-            self._graph, self._args, self._slots = graph, args, slots
-        return graph
+        self._one = DirectGraph(self._forward, ("x", "start2", "write2"))
+        self._batch = DirectGraph(self._forward_batch, ("x", "base2", "stride2", "keys2", "past"))
 
     def _forward(self, x: torch.Tensor, start2: int, write2: int) -> torch.Tensor:
         """x [1, hidden] (the token's embedding) -> final-normed hidden [1, hidden]; K/V written at ``write``."""
@@ -113,37 +93,76 @@ class CompiledDecode:
         out = F.scaled_dot_product_attention(q, keys[None], values[None], scale=att.scale)  # in q's dtype
         return att.o_proj.forward(out.reshape(1, H * D))  # bf16 goes in as it is, as in the eager step
 
+    def _forward_batch(self, x: torch.Tensor, base2: int, stride2: int, keys2: int, past: torch.Tensor) -> torch.Tensor:
+        """x [n, hidden] (n >= 2 tokens' embeddings), past [n] (each member's past length) -> final-normed hidden
+        [n, hidden]. Member i's past starts at slot base + i * stride; each reads ``keys`` keys from there, those
+        past its own end masked (the eager plan's group, engine/kernels/cpu_decode_attention.py)."""
+        base, stride, keys = base2 - SHIFT, stride2 - SHIFT, keys2 - SHIFT
+        n = x.shape[0]
+        slots = base + torch.arange(n) * stride + past
+        hidden_mask = torch.arange(keys)[None, :] > past[:, None]  # [n, keys]: keys past a member's end
+        for block in self.model.blocks:
+            h = block.norm.forward(x)
+            if block.kind == "attention":
+                h = self._attention_batch(block.mixer, h, base, stride, keys, past, slots, hidden_mask)
+            else:
+                h = block.mixer.forward(h)
+            x = x + h
+        return self.model.norm_f(x)
+
+    def _attention_batch(self, att, x, base, stride, keys, past, slots, hidden_mask) -> torch.Tensor:
+        s = att.spec
+        H, KV, D = s.num_heads, s.num_kv_heads, s.head_dim
+        n = x.shape[0]
+        qkv = att.qkv_proj.forward(x).view(n, H + 2 * KV, D)
+        qk, v = qkv[:, :H + KV], qkv[:, H + KV:]
+        cos, sin = rope_tables(past.float()[:, None] * att.rotary.inv_freq[None, :])
+        qk = apply_rope(qk, cos[:, None, :], sin[:, None, :])
+        kc, vc = self.kv.k[att.attn_idx], self.kv.v[att.attn_idx]
+        kc[:, slots] = qk[:, H:].to(kc.dtype).transpose(0, 1)
+        vc[:, slots] = v.to(vc.dtype).transpose(0, 1)
+        ss, sk = kc.stride(1), kc.stride(0)
+        shape, strides = (n, KV, keys, D), (stride * ss, sk, ss, kc.stride(2))
+        k = kc.as_strided(shape, strides, base * ss)  # a pool tensor owns its storage (``supported``)
+        vv = vc.as_strided(shape, strides, base * ss)
+        q = qk[:, :H].reshape(n, KV, H // KV, D)
+        q = q.to(kc.dtype) if self.bf16_attention else q
+        if k.dtype != q.dtype:
+            k, vv = k.to(q.dtype), vv.to(q.dtype)
+        mask = torch.zeros(hidden_mask.shape, dtype=q.dtype).masked_fill(hidden_mask, float("-inf"))[:, None, None]
+        out = F.scaled_dot_product_attention(q, k, vv, attn_mask=mask, scale=att.scale)
+        return att.o_proj.forward(out.reshape(n, H * D))
+
+    def batch(self, ids: torch.Tensor, base: int, stride: int, pasts: list[int]) -> torch.Tensor:
+        """ids [n] (n >= 2) -> hidden [n, hidden]: member i's token at position pasts[i], its past starting at
+        pool slot base + i * stride (its new key written at base + i * stride + pasts[i])."""
+        inputs = dict(x=self.model.embed(ids), base2=base + SHIFT, stride2=stride + SHIFT,
+                      keys2=max(pasts) + 1 + SHIFT, past=torch.tensor(pasts, dtype=torch.long))
+        return self._batch(**inputs) if self.ready else self._batch.trace(**inputs)
+
     def __call__(self, ids: torch.Tensor, start: int, write: int) -> torch.Tensor:
         """ids [1] -> hidden [1, hidden]: the token at position ``write - start`` of the sequence whose past
         starts at pool slot ``start``."""
-        x = self.model.embed(ids)
-        if not self.ready:  # the warm-up: traced and compiled through dynamo
-            return self._fn(x, start + SHIFT, write + SHIFT)
-        return self._direct(x, start + SHIFT, write + SHIFT)
-
-    def _direct(self, x: torch.Tensor, start2: int, write2: int) -> torch.Tensor:
-        args = list(self._args)
-        args[self._slots["x"]], args[self._slots["start2"]], args[self._slots["write2"]] = x, start2, write2
-        return self._graph(*args)[0]
+        inputs = dict(x=self.model.embed(ids), start2=start + SHIFT, write2=write + SHIFT)
+        return self._one(**inputs) if self.ready else self._one.trace(**inputs)
 
     def warm_up(self) -> None:
-        """Compile on a decode step in the scratch block (nothing a sequence owns), then check that the direct
-        call of the compiled graph gives the dynamo call's result on the next one."""
+        """Compile both graphs on decode steps in the scratch block (nothing a sequence owns), then check each on
+        other inputs: no recompile, and the direct call gives dynamo's result."""
         t0 = time.perf_counter()
         try:
             with torch.inference_mode():
-                ids = torch.zeros(1, dtype=torch.long)
-                self(ids, self.scratch_slot, self.scratch_slot + 1)
-                if self._graph is None:
-                    raise RuntimeError("the compiled decode graph's inputs were not the expected ones")
-                x, start2, write2 = self.model.embed(ids), self.scratch_slot + SHIFT, self.scratch_slot + 2 + SHIFT
-                want = self._fn(x, start2, write2)
-                got = self._direct(x, start2, write2)
-                if not torch.equal(got, want):
-                    raise RuntimeError("the compiled decode graph called directly differs from dynamo's call")
+                s = self.scratch_slot
+                self(torch.zeros(1, dtype=torch.long), s, s + 1)
+                self._one.check(x=self.model.embed(torch.zeros(1, dtype=torch.long)), start2=s + SHIFT,
+                                write2=s + 2 + SHIFT)
+                # two members 3 slots apart, then three members 2 apart (the scratch block has >= 8 slots)
+                self.batch(torch.zeros(2, dtype=torch.long), s, 3, [1, 2])
+                self._batch.check(x=self.model.embed(torch.zeros(3, dtype=torch.long)), base2=s + SHIFT,
+                                  stride2=2 + SHIFT, keys2=2 + SHIFT, past=torch.tensor([1, 0, 1]))
             self.compile_seconds = time.perf_counter() - t0
             self.ready = True
-            log.info("decode step compiled in %.0f s: one-sequence decode steps run the compiled graph", self.compile_seconds)
+            log.info("decode steps compiled in %.0f s: decode steps run the compiled graphs", self.compile_seconds)
         except Exception as exc:  # no C++ compiler, an inductor bug: the eager step stays
             self.error = exc
             log.warning("compiling the decode step failed (%s: %s); decode steps stay eager", type(exc).__name__, exc)

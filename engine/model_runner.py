@@ -101,6 +101,9 @@ class ModelRunner:
             seq = batch.seqs[0]
             hidden = self.compiled(torch.tensor([seq.token_ids[seq.num_cached]]), *slots)
             logits, rows = self.model.compute_logits(hidden, greedy=seq.params.greedy), [[0]]
+        elif (self.compiled is not None and self.compiled.ready and len(batch.seqs) > 1 and self._is_decode(batch)
+              and (group := self._one_group(batch.seqs)) is not None):
+            logits, rows = self._compiled_batch(batch.seqs, *group), [[i] for i in range(len(batch.seqs))]
         else:
             logits, rows = self._eager(batch, dev)
         self.last_logits = logits  # the step's logits rows (tests compare the decode paths on them)
@@ -147,6 +150,37 @@ class ModelRunner:
         one run of slots (what the compiled step reads), else None."""
         start = self.ctx.run_start(seq.block_table, seq.num_cached + 1)
         return None if start is None else (start, start + seq.num_cached)
+
+    def _compiled_batch(self, seqs, order: list[int], base: int, stride: int) -> torch.Tensor:
+        """Logits rows in ``seqs``' order of one compiled step over the group (its rows in pool order)."""
+        members = [seqs[i] for i in order]
+        ids = torch.tensor([s.token_ids[s.num_cached] for s in members])
+        hidden = self.compiled.batch(ids, base, stride, [s.num_cached for s in members])
+        back = torch.empty(len(order), dtype=torch.long)
+        back[torch.tensor(order)] = torch.arange(len(order))
+        return self.model.compute_logits(hidden.index_select(0, back))
+
+    def _one_group(self, seqs) -> Optional[tuple[list[int], int, int]]:
+        """(the sequences in pool order, the first one's first past slot, the slots between members' pasts) where
+        every past + new token lies in one run of slots, equally spaced, the group's reads stay in the pool and
+        the padding stays within the eager plan's bound (``MAX_PAD``), else None."""
+        from engine.kernels.cpu_decode_attention import MAX_PAD
+
+        starts = []
+        for s in seqs:
+            start = self.ctx.run_start(s.block_table, s.num_cached + 1)
+            if start is None:
+                return None
+            starts.append(start)
+        order = sorted(range(len(seqs)), key=starts.__getitem__)
+        base, stride = starts[order[0]], starts[order[1]] - starts[order[0]]
+        if stride <= 0 or any(starts[b] - starts[a] != stride for a, b in zip(order, order[1:])):
+            return None
+        keys = max(s.num_cached for s in seqs) + 1
+        if starts[order[-1]] + keys > self.kv.k[0].shape[1] or len(seqs) * keys > MAX_PAD * sum(
+                s.num_cached + 1 for s in seqs):
+            return None
+        return order, base, stride
 
     def _verify_checkpoints(self, batch: ScheduledBatch, spans: list[SeqSpan]):
         """Which spans verify drafts (decode + drafts) and where their per-position Mamba states go."""

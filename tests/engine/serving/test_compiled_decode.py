@@ -1,6 +1,7 @@
-"""The compiled one-sequence CPU decode step (engine/compiled_decode.py) on the real SmolLM2-135M int4 weights:
-teacher-forced over a real text, each step's logits through the compiled graph against the eager paged step's
-on the same pool; the engine takes the compiled step for one sequence only and keeps the eager one elsewhere
+"""The compiled CPU decode steps (engine/compiled_decode.py) on the real SmolLM2-135M int4 weights: one sequence
+and a group of equally spaced ones, teacher-forced over a real text, each step's logits through the compiled
+graph against the eager paged step's on the same pool; the engine takes a compiled step where its sequences
+form one group and keeps the eager one elsewhere
 (slow: compiles the step, ~25 s from inductor's cache, ~2 min cold)."""
 from __future__ import annotations
 
@@ -54,24 +55,76 @@ def test_compiled_step_equals_the_eager_step_teacher_forced(compiled_engine):
     assert float(d.max()) < 1.0 and float(d.mean()) < 0.1
 
 
-def test_engine_takes_the_compiled_step_for_one_sequence_only(compiled_engine):
+@torch.inference_mode()
+def test_compiled_batch_step_equals_the_eager_step_teacher_forced(compiled_engine):
+    """Three sequences with different pasts, their blocks equally spaced and handed over out of pool order: one
+    compiled call (the shorter pasts masked) against the eager batched step on the same pool."""
+    eng = compiled_engine
+    model, ctx, bs = eng.model, eng.runner.ctx, eng.config.block_size
+    ids = eng.tokenizer.encode(TEXT)
+    tables = [list(range(2 + 4 * i, 6 + 4 * i)) for i in range(3)]  # 64 slots apart
+    prompts = [30, 22, 41]
+    for table, n in zip(tables, prompts):
+        ctx.prepare([SeqSpan(0, n, 0)], [table], [0])
+        model(torch.tensor(ids[:n]), torch.arange(n), ctx)
+    diffs = []
+    for step in range(6):
+        pasts = [n + step for n in prompts]
+        toks = [ids[p] for p in pasts]
+        got = model.compute_logits(eng.runner.compiled.batch(torch.tensor(toks), tables[0][0] * bs, 4 * bs, pasts))
+        ctx.prepare([SeqSpan(i, 1, p) for i, p in enumerate(pasts)], tables, [0] * 3)
+        want = model.compute_logits(model(torch.tensor(toks), torch.tensor(pasts), ctx))
+        assert got.argmax(-1).tolist() == want.argmax(-1).tolist()
+        diffs.append((got - want).abs())
+    d = torch.cat(diffs)
+    print(f"compiled batch vs eager over 6 steps x 3 sequences: max {float(d.max()):.3f} mean {float(d.mean()):.4f}")
+    assert float(d.max()) < 1.0 and float(d.mean()) < 0.1
+
+
+def _count(compiled, calls: list):
+    """Wrap both compiled graphs to record (kind, batch) per call; returns the undo."""
+    one, batch = compiled._one, compiled._batch
+    compiled._one = lambda **kw: calls.append(("one", 1)) or one(**kw)
+    compiled._batch = lambda **kw: calls.append(("batch", len(kw["past"]))) or batch(**kw)
+
+    def undo():
+        compiled._one, compiled._batch = one, batch
+    return undo
+
+
+def test_engine_takes_the_compiled_steps_where_sequences_form_one_group(compiled_engine):
     eng, calls = compiled_engine, []
-    compiled = eng.runner.compiled
-    direct = compiled._direct
-    compiled._direct = lambda *a: calls.append(a[1:]) or direct(*a)  # count the compiled steps, run them
+    undo = _count(eng.runner.compiled, calls)
     try:
         one = eng.add_request(TEXT, SamplingParams(max_tokens=6, ignore_eos=True))
         while eng.has_work:
             eng.step()
-        assert len(calls) == 5  # every decode step after the prefill's token
+        assert calls == [("one", 1)] * 5  # every decode step after the prefill's token
         calls.clear()
         two = [eng.add_request(TEXT, SamplingParams(max_tokens=6, ignore_eos=True)) for _ in range(2)]
         while eng.has_work:
             eng.step()
-        assert calls == []  # two sequences decode together on the eager batched step
+        # admitted together, equal reservations: one group; the first token comes with the prefill
+        assert calls and set(calls) == {("batch", 2)}
     finally:
-        compiled._direct = direct
+        undo()
     assert one.output_ids == two[0].output_ids == two[1].output_ids  # greedy: the same answer either way
+
+
+def test_one_group_needs_equally_spaced_runs_within_the_padding_bound(compiled_engine):
+    from types import SimpleNamespace as Seq
+
+    runner = compiled_engine.runner
+    bs = compiled_engine.config.block_size
+    spaced = [Seq(block_table=[10, 11], num_cached=20), Seq(block_table=[2, 3], num_cached=17),
+              Seq(block_table=[6, 7], num_cached=25)]
+    assert runner._one_group(spaced) == ([1, 2, 0], 2 * bs, 4 * bs)  # pool order, first past's slot, spacing
+    uneven = spaced[:2] + [Seq(block_table=[7, 8], num_cached=25)]
+    assert runner._one_group(uneven) is None
+    scattered = spaced[:2] + [Seq(block_table=[6, 9], num_cached=25)]  # its past is not one run of slots
+    assert runner._one_group(scattered) is None
+    lopsided = [Seq(block_table=[2, 3], num_cached=1), Seq(block_table=[6, 7], num_cached=30)]
+    assert runner._one_group(lopsided) is None  # reading 31 keys for a 2-key past: over MAX_PAD
 
 
 def test_compile_decode_is_checked_and_left_off_where_it_does_not_apply():
