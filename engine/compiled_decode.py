@@ -1,4 +1,4 @@
-"""A CPU decode step for one sequence, compiled whole by ``torch.compile`` (inductor, C++ wrapper) (issue #14).
+"""CPU decode steps compiled whole by ``torch.compile`` (inductor, C++ wrapper) (issue #14).
 
 An eager CPU decode step of SmolLM2-135M issues ~1,600 torch ops; each small one costs 2-5 us of Python and
 dispatch on this project's 2-vCPU VMs, as much again as the 121 int4 GEMMs together. Compiled whole, the
@@ -6,13 +6,18 @@ step is one C++ call: inductor fuses the norms, rope, casts and residual adds in
 calls the int4 GEMMs and the attention as they are, and its C++ wrapper skips Python between them.
 
 What it covers: dense models of ``attention`` (rope, no sliding window) and ``mlp`` blocks with a bf16 or fp32
-KV pool, one sequence whose past is one run of pool slots (the block manager hands a sequence its blocks at
-once and in order). Everything else keeps the eager step (``ModelRunner``). The hidden state it returns is
-the eager step's, up to the fused kernels' summation order (tests/engine/serving/test_compiled_decode.py);
-the LM head stays eager (``HybridLM.compute_logits``).
+KV pool. Two graphs (engine/direct_graph.py: compiled once, called without dynamo):
+- one sequence whose past is one run of pool slots (the block manager hands a sequence its blocks at once
+  and in order);
+- a group of n >= 2 such sequences whose pasts start equally spaced in the pool (sequences admitted together
+  with equal reservations), each reading as many keys as the longest past and masked past its own end: the
+  eager decode plan's group (engine/kernels/cpu_decode_attention.py) as one graph.
+Everything else keeps the eager step (``ModelRunner``). The hidden states are the eager step's up to the fused
+kernels' summation order (tests/engine/serving/test_compiled_decode.py); the LM head stays eager
+(``HybridLM.compute_logits``).
 
-Compiling costs ~2 min of one core cold and ~25 s from inductor's on-disk cache (measured on the 2-vCPU VM),
-so ``start(background=True)`` compiles on a thread from a warm-up step on the pool's scratch block while
+Compiling both costs ~2-4 min cold and ~20 s from inductor's on-disk cache (measured on the 2-vCPU VMs), so
+``start(background=True)`` compiles on a thread from warm-up steps on the pool's scratch block while
 the engine decodes eagerly; ``ready`` turns true when it is done. A failure (no C++ compiler, an inductor
 error) is kept in ``error`` and the eager step stays: the engine never waits on or dies from it.
 
@@ -61,7 +66,8 @@ class CompiledDecode:
         self.compile_seconds: Optional[float] = None
         self._thread: Optional[threading.Thread] = None
         self._one = DirectGraph(self._forward, ("x", "start2", "write2"))
-        self._batch = DirectGraph(self._forward_batch, ("x", "base2", "stride2", "keys2", "past"))
+        self._batch = DirectGraph(self._forward_batch, ("x", "base2", "stride2", "keys2", "past"),
+                                  batch_dims=("x", "past"))
 
     def _forward(self, x: torch.Tensor, start2: int, write2: int) -> torch.Tensor:
         """x [1, hidden] (the token's embedding) -> final-normed hidden [1, hidden]; K/V written at ``write``."""
@@ -154,10 +160,12 @@ class CompiledDecode:
             with torch.inference_mode():
                 s = self.scratch_slot
                 self(torch.zeros(1, dtype=torch.long), s, s + 1)
+                self(torch.zeros(1, dtype=torch.long), s + 1, s + 3)
                 self._one.check(x=self.model.embed(torch.zeros(1, dtype=torch.long)), start2=s + SHIFT,
                                 write2=s + 2 + SHIFT)
-                # two members 3 slots apart, then three members 2 apart (the scratch block has >= 8 slots)
+                # two members 3 slots apart, two 2 apart, then three 2 apart (the scratch block has >= 8 slots)
                 self.batch(torch.zeros(2, dtype=torch.long), s, 3, [1, 2])
+                self.batch(torch.zeros(2, dtype=torch.long), s + 1, 2, [1, 0])
                 self._batch.check(x=self.model.embed(torch.zeros(3, dtype=torch.long)), base2=s + SHIFT,
                                   stride2=2 + SHIFT, keys2=2 + SHIFT, past=torch.tensor([1, 0, 1]))
             self.compile_seconds = time.perf_counter() - t0
