@@ -158,7 +158,7 @@ class ModelRunner:
         hidden = self.compiled.batch(ids, base, stride, [s.num_cached for s in members])
         back = torch.empty(len(order), dtype=torch.long)
         back[torch.tensor(order)] = torch.arange(len(order))
-        return self.model.compute_logits(hidden.index_select(0, back))
+        return self.model.compute_logits(hidden.index_select(0, back), greedy=all(s.params.greedy for s in seqs))
 
     def _one_group(self, seqs) -> Optional[tuple[list[int], int, int]]:
         """(the sequences in pool order, the first one's first past slot, the slots between members' pasts) where
