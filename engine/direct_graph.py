@@ -37,10 +37,6 @@ class DirectGraph:
         self._per_call: list[tuple[int, object]] = []  # (placeholder index, code evaluating it on the call's L)
         self._traced = torch.compile(fn, backend=self._backend, dynamic=None, fullgraph=True)
 
-    @property
-    def compiled(self) -> bool:
-        return self._graph is not None
-
     def _backend(self, gm, example_inputs):
         from torch._inductor.compile_fx import compile_fx
 
