@@ -6,14 +6,17 @@ context instead of paying for it again.
 
 What the user reads rests on the text: a clause question about the dossier is answered extractively
 (``nodes_rag.extractive_answer`` over the dossier's documents, verified); a summary is generated under a loop
-guard (``repetition.guarded`` stops the model once it repeats itself) and then each of its sentences is kept
-only where a sentence of the documents supports it (shared content words, every figure and name in that
-sentence), each kept point cited. When no point survives, the summary is the documents' own opening sentence
-of each section, each cited.
+guard (``repetition.guarded`` stops the model once it repeats itself) and each of its sentences picks the
+sentence of the documents that supports it (shared content words, every figure and name in that sentence):
+the user reads that document sentence, cited, never the paraphrase (which can flip what the text says while
+keeping its words). When no point survives, the summary is the documents' own opening sentence of each
+section, each cited. A summary of one topic ("summarize the termination rights") is the documents' sentences
+that name the topic, in order, or says that the documents read do not mention it.
 """
 from __future__ import annotations
 
 import hashlib
+import re
 
 from langchain_core.runnables import RunnableConfig
 
@@ -25,13 +28,17 @@ from app.agent.nodes_rag import citation, extractive_answer, not_found
 from app.agent.quotes import quote_spans
 from app.agent.repetition import dedupe_sentences, guarded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
-from app.agent.text import content_words
+from app.agent.text import content_words, stem
 from app.agent.verify import answer_in_span
 from ingest.sentences import sentence_spans
 from engine.snapshot import owned_name
 
 MAX_DOSSIER_DOCS = 3
 MAX_POINTS = 8
+HEADING_LINE = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+([A-Z][^.;:\n]{0,60})\n")  # "12. Term and Termination\n"
+SUMMARY_WORDS = content_words("summarize summarise summary overview overall whole entire read full text dossier key "
+                              "main points terms say says about describe explain document documents filing report annual "
+                              "quarterly form")
 LONG_CUES = ("summar", "whole", "entire", "overall", "read the", "full text", "all of the", "dossier", "throughout")
 
 
@@ -93,7 +100,16 @@ def make_long_node(deps: AgentDeps):
         deltas = model.stream(messages, deps.settings.max_new_tokens, snapshot_key=dossier_name(tenant, system["content"]),
                               cancel=cancel_event(config))
         draft = dedupe_sentences(clean_answer("".join(guarded(deltas))))
-        points = cited_points(draft, passages) or outline(passages)
+        points = cited_points(draft, passages)
+        topic = topic_words(state["question"], passages)
+        if topic:  # a summary of one topic ("the termination rights"): the documents' own sentences about it
+            points = topic_sentences(passages, topic[0])
+            if not points:
+                asked = next(w for w in re.findall(r"[A-Za-z]+", state["question"]) if stem(w.lower()) == topic[0])
+                return {"answer": f"The documents read do not say anything about {asked}.", "citations": [],
+                        "supported": False, "related": [], "route": "long", "dossier_docs": doc_ids,
+                        "passages": passages}
+        points = points or outline(passages)
         answer = "\n".join(f"- {text} [{i}]" for i, (text, _c) in enumerate(points, 1))
         return {"answer": answer, "citations": [c for _t, c in points], "supported": bool(points), "related": [],
                 "route": "long", "dossier_docs": doc_ids, "passages": passages}
@@ -107,8 +123,50 @@ def _sentences(passages: list[dict]):
             yield p, p["text"][a:b].strip()
 
 
+def topic_words(question: str, passages: list[dict]) -> list[str]:
+    """What the question adds to "summarize these documents" (its topic, stemmed, in the question's order; the
+    first is the key: "termination" in "termination rights", "arbitration" in "arbitration rules"): empty for a
+    whole-document summary. Summary words, the documents' file names and names the question capitalizes that
+    the documents contain (the company, "NDA": the subject, not a topic) are not a topic."""
+    titles = content_words(" ".join({re.sub(r"[_\-.]+", " ", p["filename"]) for p in passages}))
+    names = content_words(" ".join(re.findall(r"(?<!^)\b[A-Z][A-Za-z]*", question.strip())))
+    if names:
+        names &= content_words(" ".join(p["text"] for p in passages))
+    keep = content_words(question) - SUMMARY_WORDS - titles - names
+    out: list[str] = []
+    for w in re.findall(r"[a-z0-9]+", question.lower()):
+        s = stem(w)
+        if s in keep and not s.isdigit() and s not in out:
+            out.append(s)
+    return out
+
+
+def topic_sentences(passages: list[dict], key: str) -> list[tuple[str, dict]]:
+    """The documents' own sentences that name the topic's key word, in document order (verbatim quotes, cited);
+    a section heading at the start of a quote does not count (it names the section, not the sentence)."""
+    points: list[tuple[str, dict]] = []
+    for p, quote in _sentences(passages):
+        section = (p.get("section") or "").strip()
+        body = quote[len(section):] if section and quote.startswith(section) else _drop_heading(quote)
+        if key in content_words(body) and all(quote != q for q, _c in points):
+            points.append((quote, citation(p, quote)))
+            if len(points) >= MAX_POINTS:
+                break
+    return points
+
+
+def _drop_heading(quote: str) -> str:
+    """A quote without its leading numbered heading line in title case ("12. Term and Termination")."""
+    m = HEADING_LINE.match(quote)
+    if m and all(w[0].isupper() for w in re.findall(r"[A-Za-z]{4,}", m.group(1))):
+        return quote[m.end():]
+    return quote
+
+
 def cited_points(draft: str, passages: list[dict]) -> list[tuple[str, dict]]:
-    """Sentences of a generated summary that a document sentence supports: (sentence, its citation)."""
+    """The document sentences that support a generated summary's sentences: (the document's sentence, its
+    citation). The generated sentence only picks them: a paraphrase can flip what the text says ("starts" ->
+    "ends") while keeping its words and figures, so the user reads the text itself."""
     source = list(_sentences(passages))
     points: list[tuple[str, dict]] = []
     for a, b in sentence_spans(draft):
@@ -124,8 +182,8 @@ def cited_points(draft: str, passages: list[dict]) -> list[tuple[str, dict]]:
         if best is None or best_overlap < max(3, len(words) // 2):
             continue
         ok, _missing = answer_in_span(sentence, [best[1]])
-        if ok:
-            points.append((sentence, citation(best[0], best[1])))
+        if ok and all(best[1] != q for q, _c in points):
+            points.append((best[1], citation(best[0], best[1])))
         if len(points) >= MAX_POINTS:
             break
     return points
