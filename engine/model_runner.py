@@ -18,7 +18,7 @@ import torch
 from engine.compiled_decode import CompiledDecode, supported as compiled_supported
 from engine.cuda_graphs import DecodeGraphs
 from engine.forward_context import SeqSpan
-from engine.kernels.cpu_decode_attention import bf16_decode
+from engine.kernels.cpu_decode_attention import bf16_decode, plan_decode
 from engine.models.hybrid import HybridLM
 from engine.paged_context import KVPool, PagedContext, kv_torch_dtype
 from engine.sampling import SamplingBatch, sample_tokens, to_device
@@ -93,16 +93,15 @@ class ModelRunner:
         """
         self.kv.copy_blocks(batch.kv_copies)
         dev = self.model.device
+        compiled = self.compiled is not None and self.compiled.ready and self._is_decode(batch)
         if self.graphs is not None and self._is_decode(batch) and self.graphs.fits(len(batch.seqs)):
             logits = self.graphs.run(batch.seqs)
             rows: list = [[i] for i in range(len(batch.seqs))]
-        elif (self.compiled is not None and self.compiled.ready and len(batch.seqs) == 1 and self._is_decode(batch)
-              and (slots := self._one_run(batch.seqs[0])) is not None):
+        elif compiled and len(batch.seqs) == 1 and (slots := self._one_run(batch.seqs[0])) is not None:
             seq = batch.seqs[0]
             hidden = self.compiled(torch.tensor([seq.token_ids[seq.num_cached]]), *slots)
             logits, rows = self.model.compute_logits(hidden, greedy=seq.params.greedy), [[0]]
-        elif (self.compiled is not None and self.compiled.ready and len(batch.seqs) > 1 and self._is_decode(batch)
-              and (group := self._one_group(batch.seqs)) is not None):
+        elif compiled and len(batch.seqs) > 1 and (group := self._one_group(batch.seqs)) is not None:
             logits, rows = self._compiled_batch(batch.seqs, *group), [[i] for i in range(len(batch.seqs))]
         else:
             logits, rows = self._eager(batch, dev)
@@ -156,31 +155,26 @@ class ModelRunner:
         members = [seqs[i] for i in order]
         ids = torch.tensor([s.token_ids[s.num_cached] for s in members])
         hidden = self.compiled.batch(ids, base, stride, [s.num_cached for s in members])
-        back = torch.empty(len(order), dtype=torch.long)
-        back[torch.tensor(order)] = torch.arange(len(order))
+        back = torch.argsort(torch.tensor(order))  # the inverse permutation: row i is seqs[i]
         return self.model.compute_logits(hidden.index_select(0, back), greedy=all(s.params.greedy for s in seqs))
 
     def _one_group(self, seqs) -> Optional[tuple[list[int], int, int]]:
         """(the sequences in pool order, the first one's first past slot, the slots between members' pasts) where
-        every past + new token lies in one run of slots, equally spaced, the group's reads stay in the pool and
-        the padding stays within the eager plan's bound (``MAX_PAD``), else None."""
-        from engine.kernels.cpu_decode_attention import MAX_PAD
-
-        starts = []
+        the eager decode plan (``plan_decode``: one run of slots each, equal spacing, inside the pool, padding
+        within ``MAX_PAD``) makes them all one group, else None."""
+        reads = []
         for s in seqs:
             start = self.ctx.run_start(s.block_table, s.num_cached + 1)
             if start is None:
                 return None
-            starts.append(start)
-        order = sorted(range(len(seqs)), key=starts.__getitem__)
-        base, stride = starts[order[0]], starts[order[1]] - starts[order[0]]
-        if stride <= 0 or any(starts[b] - starts[a] != stride for a, b in zip(order, order[1:])):
+            reads.append(slice(start, start + s.num_cached + 1))
+        n = len(seqs)
+        plan = plan_decode(list(range(n)), [1] * n, [s.num_cached for s in seqs], reads, self.kv.k[0].shape[1])
+        if len(plan.groups) != 1 or plan.gathers or plan.rest or plan.groups[0].stride <= 0:
             return None
-        keys = max(s.num_cached for s in seqs) + 1
-        if starts[order[-1]] + keys > self.kv.k[0].shape[1] or len(seqs) * keys > MAX_PAD * sum(
-                s.num_cached + 1 for s in seqs):
-            return None
-        return order, base, stride
+        g = plan.groups[0]  # one query row per sequence: its rows are the sequences in pool order
+        order = list(range(n))[g.q_rows] if isinstance(g.q_rows, slice) else g.q_rows.tolist()
+        return order, g.start, g.stride
 
     def _verify_checkpoints(self, batch: ScheduledBatch, spans: list[SeqSpan]):
         """Which spans verify drafts (decode + drafts) and where their per-position Mamba states go."""
