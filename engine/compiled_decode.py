@@ -73,12 +73,13 @@ class CompiledDecode:
         """x [1, hidden] (the token's embedding) -> final-normed hidden [1, hidden]; K/V written at ``write``."""
         start, write = start2 - SHIFT, write2 - SHIFT
         pos = write - start
+        return self._layers(x, lambda att, h: self._attention(att, h, start, write, pos))
+
+    def _layers(self, x: torch.Tensor, attend) -> torch.Tensor:
+        """Every block and the final norm, ``attend(mixer, h)`` standing for each attention layer."""
         for block in self.model.blocks:
             h = block.norm.forward(x)
-            if block.kind == "attention":
-                h = self._attention(block.mixer, h, start, write, pos)
-            else:
-                h = block.mixer.forward(h)
+            h = attend(block.mixer, h) if block.kind == "attention" else block.mixer.forward(h)
             x = x + h
         return self.model.norm_f(x)
 
@@ -107,14 +108,8 @@ class CompiledDecode:
         n = x.shape[0]
         slots = base + torch.arange(n) * stride + past
         hidden_mask = torch.arange(keys)[None, :] > past[:, None]  # [n, keys]: keys past a member's end
-        for block in self.model.blocks:
-            h = block.norm.forward(x)
-            if block.kind == "attention":
-                h = self._attention_batch(block.mixer, h, base, stride, keys, past, slots, hidden_mask)
-            else:
-                h = block.mixer.forward(h)
-            x = x + h
-        return self.model.norm_f(x)
+        return self._layers(x, lambda att, h: self._attention_batch(att, h, base, stride, keys, past, slots,
+                                                                    hidden_mask))
 
     def _attention_batch(self, att, x, base, stride, keys, past, slots, hidden_mask) -> torch.Tensor:
         s = att.spec
