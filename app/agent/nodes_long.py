@@ -28,7 +28,7 @@ from app.agent.nodes_rag import citation, extractive_answer, not_found
 from app.agent.quotes import quote_spans
 from app.agent.repetition import dedupe_sentences, guarded
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
-from app.agent.text import content_words, stem
+from app.agent.text import WORD, content_words, stem
 from app.agent.verify import answer_in_span
 from ingest.sentences import sentence_spans
 from engine.snapshot import owned_name
@@ -97,19 +97,18 @@ def make_long_node(deps: AgentDeps):
         budget = model.max_model_len - deps.settings.max_new_tokens
         if model.count_tokens(messages) > budget:
             return {"route": "rag", "fallback": f"dossier exceeds the context budget of {budget} tokens"}
-        deltas = model.stream(messages, deps.settings.max_new_tokens, snapshot_key=dossier_name(tenant, system["content"]),
-                              cancel=cancel_event(config))
-        draft = dedupe_sentences(clean_answer("".join(guarded(deltas))))
-        points = cited_points(draft, passages)
         topic = topic_words(state["question"], passages)
         if topic:  # a summary of one topic ("the termination rights"): the documents' own sentences about it
-            points = topic_sentences(passages, topic[0])
+            points = topic_sentences(passages, topic[0])  # (nothing generated: the model would only pick them)
             if not points:
-                asked = next(w for w in re.findall(r"[A-Za-z]+", state["question"]) if stem(w.lower()) == topic[0])
-                return {"answer": f"The documents read do not say anything about {asked}.", "citations": [],
-                        "supported": False, "related": [], "route": "long", "dossier_docs": doc_ids,
+                return {"answer": f"The documents read do not say anything about {asked(state['question'], topic[0])}.",
+                        "citations": [], "supported": False, "related": [], "route": "long", "dossier_docs": doc_ids,
                         "passages": passages}
-        points = points or outline(passages)
+        else:
+            deltas = model.stream(messages, deps.settings.max_new_tokens,
+                                  snapshot_key=dossier_name(tenant, system["content"]), cancel=cancel_event(config))
+            draft = dedupe_sentences(clean_answer("".join(guarded(deltas))))
+            points = cited_points(draft, passages) or outline(passages)
         answer = "\n".join(f"- {text} [{i}]" for i, (text, _c) in enumerate(points, 1))
         return {"answer": answer, "citations": [c for _t, c in points], "supported": bool(points), "related": [],
                 "route": "long", "dossier_docs": doc_ids, "passages": passages}
@@ -134,11 +133,16 @@ def topic_words(question: str, passages: list[dict]) -> list[str]:
         names &= content_words(" ".join(p["text"] for p in passages))
     keep = content_words(question) - SUMMARY_WORDS - titles - names
     out: list[str] = []
-    for w in re.findall(r"[a-z0-9]+", question.lower()):
+    for w in WORD.findall(question.lower()):
         s = stem(w)
         if s in keep and not s.isdigit() and s not in out:
             out.append(s)
     return out
+
+
+def asked(question: str, key: str) -> str:
+    """The question's own word for a topic key word (``topic_words`` found it there)."""
+    return next(question[m.start():m.end()] for m in WORD.finditer(question.lower()) if stem(m.group()) == key)
 
 
 def topic_sentences(passages: list[dict], key: str) -> list[tuple[str, dict]]:

@@ -48,3 +48,10 @@ def test_a_name_the_documents_contain_is_their_subject_not_a_topic():
     acme = {**MSA, "filename": "10k-2024.pdf", "text": "Acme Corp reported revenue of $5 million. " + MSA["text"]}
     assert topic_words("Summarize Acme's filing.", [acme]) == []
     assert topic_words("Summarize Acme's termination rights.", [acme]) == ["termin", "right"]
+
+
+def test_the_answer_names_the_topic_in_the_questions_own_words():
+    from app.agent.nodes_long import asked
+
+    q = "Summarize the 10k2 Arbitration rules."
+    assert [asked(q, k) for k in topic_words(q, [MSA])] == ["10k2", "Arbitration", "rules"]
