@@ -24,6 +24,7 @@ from ingest.sql_guard import run_readonly
 from ingest.store import make_engine
 from ingest.table_catalogue import table_info
 from ingest.tables import drop_sql_table
+from ingest.tenant_kb import TenantKB
 from ingest.types import (
     ColumnInfo, DocumentInfo, DocumentResult, IngestSummary, JobInfo, Passage, ProgressCallback, ProgressEvent,
     SqlResult, TableInfo, VersionInfo,
@@ -141,6 +142,10 @@ class KnowledgeBase:
             return True
 
     # ---- retrieval -------------------------------------------------------------------------------
+    def for_tenant(self, tenant: str) -> "TenantKB":
+        """Every read bound to ``tenant`` (the agent's face of the knowledge base)."""
+        return TenantKB(self, tenant)
+
     def search(self, tenant: str, query: str, k: int = 6, doc_ids: list[str] | None = None,
                sparse_query: str | None = None, weights: tuple[float, float] | None = None) -> list[Passage]:
         """Hybrid search: ``query`` embedded (dense) and ``sparse_query`` (default: ``query``) as BM25 terms,

@@ -1,6 +1,7 @@
 """``lexicon eval DATASET``: ingest (cached), retrieve, ask, score, print a table, write JSON; resumable."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Optional
@@ -50,7 +51,10 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
     if limit or (categories and dataset.kind != "cuad"):  # ingest only the documents the chosen questions need
         needed = {i.doc for i in items}
         dataset.documents = [d for d in dataset.documents if d.name in needed]
-    ifp = ingest_fingerprint(settings, render if dataset.kind == "tatqa" else "")
+    # LEXICON_EVAL_INGEST_FP pins the index (e.g. while ingest code changes under a long agent study); the
+    # results' config records the pin, so a pinned run is never mistaken for one on today's ingest code
+    pinned = os.environ.get("LEXICON_EVAL_INGEST_FP", "")
+    ifp = pinned or ingest_fingerprint(settings, render if dataset.kind == "tatqa" else "")
     run_settings = settings.model_copy(update={"data_dir": base / f"{dataset.kind}-{ifp}"})
     opts = RunOptions(mode=mode, retrieval_only=retrieval_only, k=k, limit=limit, workers=max(1, workers),
                       report_only=report_only)
@@ -74,7 +78,7 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
               "retrieval_only": retrieval_only, "names": names, "k": k, "limit": limit, "docs": docs,
               "workers": opts.workers, "report_only": report_only,
               "render": render if dataset.kind == "tatqa" else None, "retriever": state.retriever,
-              "index_dir": str(run_settings.data_dir), "fingerprint": fp, "journal": str(journal.path),
+              "index_dir": str(run_settings.data_dir), "fingerprint": fp, "ingest_pinned": bool(pinned), "journal": str(journal.path),
               "seconds": round(time.perf_counter() - started, 1)}
     write_json(out, config, summary, rows)
     if not quiet:
