@@ -67,7 +67,7 @@ def _build():
                             sm_scale, split_len,
                             GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr,
                             BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, HAS_SCALE: tl.constexpr,
-                            DOT: tl.constexpr):
+                            DOT: tl.constexpr, PREC: tl.constexpr):
         b = tl.program_id(0)
         kvh = tl.program_id(1)
         sp = tl.program_id(2)
@@ -91,7 +91,7 @@ def _build():
             kv_off = kvh * stride_kh + slot[:, None] * stride_ks + d[None, :]
             k = tl.load(K + kv_off, mask=pmask[:, None], other=0.0)
             v = tl.load(V + kv_off, mask=pmask[:, None], other=0.0)
-            s = tl.dot(q, tl.trans(k.to(DOT)), out_dtype=tl.float32)  # [G, N]
+            s = tl.dot(q, tl.trans(k.to(DOT)), out_dtype=tl.float32, input_precision=PREC)  # [G, N]
             if HAS_SCALE:
                 ke = tl.load(KS + kvh * stride_sh + blk, mask=pmask, other=0).to(tl.float32)
                 s = s * tl.exp2(ke)[None, :]
@@ -103,7 +103,8 @@ def _build():
             if HAS_SCALE:
                 ve = tl.load(VS + kvh * stride_sh + blk, mask=pmask, other=0).to(tl.float32)
                 p = p * tl.exp2(ve)[None, :]
-            acc = acc * alpha[:, None] + tl.dot(p.to(DOT), v.to(DOT), out_dtype=tl.float32)
+            acc = acc * alpha[:, None] + tl.dot(p.to(DOT), v.to(DOT), out_dtype=tl.float32,
+                                                  input_precision=PREC)
             m = m_new
         has = l_sum > 0
         o = acc / tl.where(has, l_sum, 1.0)[:, None]
@@ -119,6 +120,14 @@ def _dot_dtype(q_dtype: torch.dtype, dot_dtype: Optional[torch.dtype]):
     import triton.language as tl
     dt = dot_dtype or (q_dtype if q_dtype in (torch.float16, torch.bfloat16) else torch.float32)
     return {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}[dt]
+
+
+def _precision(dot) -> str:
+    """tl.dot's input precision for ``dot`` operands: "ieee" (true fp32 products) for fp32, which a GPU would
+    otherwise multiply as TF32 (a 10-bit mantissa); half operands multiply exactly either way ("tf32" is the
+    default that leaves them alone)."""
+    import triton.language as tl
+    return "ieee" if dot == tl.float32 else "tf32"
 
 
 def paged_decode_attention_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -145,13 +154,14 @@ def paged_decode_attention_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cach
     has_scale = k_scale is not None
     ks = k_scale if has_scale else seq_lens  # any tensor; not read
     vs = v_scale if has_scale else seq_lens
+    dot = _dot_dtype(q.dtype, dot_dtype)
     _kernel[(B, KV, splits)](
         q, k_cache, v_cache, ks, vs, block_tables, seq_lens, o, lse,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), ks.stride(0) if has_scale else 0,
         block_tables.stride(0), o.stride(0), o.stride(1), o.stride(2), lse.stride(0), lse.stride(1),
         scale, split_len,
         GROUP=group, BLOCK_G=max(16, 1 << (group - 1).bit_length()), D=D, BLOCK_SIZE=block_size,
-        BLOCK_N=block_n, HAS_SCALE=has_scale, DOT=_dot_dtype(q.dtype, dot_dtype))
+        BLOCK_N=block_n, HAS_SCALE=has_scale, DOT=dot, PREC=_precision(dot))
     if splits == 1:
         return o[:, :, 0].to(q.dtype)
     w = torch.exp(lse - lse.amax(-1, keepdim=True))  # merge the splits by their log-sum-exp

@@ -16,6 +16,7 @@ from typing import Optional
 
 import torch
 
+from engine.kernels.decode_attention import _precision
 from engine.quant.nvfp4 import BLOCK, Nvfp4Tensor
 
 
@@ -99,14 +100,16 @@ def fused_moe_triton(x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tens
         x, up.packed, up.block_scale, g_up, row_ids, block_expert, topk_w, h,
         T * k, inter, D, x.stride(0), up.packed.stride(0), up.packed.stride(1), up.block_scale.stride(0),
         up.block_scale.stride(1), h.stride(0),
-        TOPK=k, GATHER=True, RELU2=True, WEIGHTED=False, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, DOT=dot)
+        TOPK=k, GATHER=True, RELU2=True, WEIGHTED=False, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+        DOT=dot, PREC=_precision(dot))
     y = torch.zeros(T * k, D, dtype=torch.float32, device=x.device)
     w = topk_w.reshape(-1).float().contiguous()
     _kernel[(R // block_m, -(-D // block_n))](
         h, down.packed, down.block_scale, g_down, row_ids, block_expert, w, y,
         T * k, D, inter, h.stride(0), down.packed.stride(0), down.packed.stride(1), down.block_scale.stride(0),
         down.block_scale.stride(1), y.stride(0),
-        TOPK=k, GATHER=False, RELU2=False, WEIGHTED=True, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, DOT=dot)
+        TOPK=k, GATHER=False, RELU2=False, WEIGHTED=True, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+        DOT=dot, PREC=_precision(dot))
     return y.view(T, k, D).sum(1)
 
 
@@ -136,5 +139,6 @@ def nvfp4_linear_triton(x: torch.Tensor, w: Nvfp4Tensor, dot_dtype: Optional[tor
     _kernel[(R // block_m, -(-N // block_n))](
         x, w.packed, w.block_scale, g, rows, bexp, g, y, T, N, K, x.stride(0), 0, w.packed.stride(0), 0,
         w.block_scale.stride(0), y.stride(0),
-        TOPK=1, GATHER=True, RELU2=False, WEIGHTED=False, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, DOT=dot)
+        TOPK=1, GATHER=True, RELU2=False, WEIGHTED=False, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+        DOT=dot, PREC=_precision(dot))
     return y[:T].to(x.dtype).view(*shape[:-1], N)

@@ -18,7 +18,7 @@ def moe_nvfp4_gemm(X, W, WS, WG, ROWS, BEXP, TOPW, Y,
                    n_pairs, N, K, stride_xm, stride_we, stride_wn, stride_se, stride_sn, stride_ym,
                    TOPK: tl.constexpr, GATHER: tl.constexpr, RELU2: tl.constexpr, WEIGHTED: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                   DOT: tl.constexpr):
+                   DOT: tl.constexpr, PREC: tl.constexpr):
     """Y[row] = act(X[src(row)] @ dequant(W[expert(row)]).T) (* routing weight), for padded rows sorted
     by expert. GATHER: X rows are tokens (row -> pair // TOPK); else X is already in padded row order."""
     pid_m = tl.program_id(0)
@@ -49,8 +49,8 @@ def moe_nvfp4_gemm(X, W, WS, WG, ROWS, BEXP, TOPW, Y,
                     mask=nmask[:, None] & kmask[None, :], other=0.0).to(tl.float32) * g
         we = (_e2m1(p & 15) * s).to(DOT)  # [BN, BK/2]
         wo = (_e2m1(p >> 4) * s).to(DOT)
-        acc += tl.dot(xe.to(DOT), tl.trans(we), out_dtype=tl.float32)
-        acc += tl.dot(xo.to(DOT), tl.trans(wo), out_dtype=tl.float32)
+        acc += tl.dot(xe.to(DOT), tl.trans(we), out_dtype=tl.float32, input_precision=PREC)
+        acc += tl.dot(xo.to(DOT), tl.trans(wo), out_dtype=tl.float32, input_precision=PREC)
     if RELU2:
         acc = tl.maximum(acc, 0.0)
         acc = acc * acc

@@ -51,7 +51,7 @@ def _build():
                              stride_ot, stride_oh, sm_scale,
                              GROUP: tl.constexpr, D: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_SCALE: tl.constexpr,
-                             DOT: tl.constexpr):
+                             DOT: tl.constexpr, PREC: tl.constexpr):
         b = tl.program_id(0)
         h = tl.program_id(1)
         mb = tl.program_id(2)
@@ -78,7 +78,7 @@ def _build():
             off = kvh * stride_kh + slot[:, None] * stride_ks + d[None, :]
             k = tl.load(K + off, mask=pmask[:, None], other=0.0)
             v = tl.load(V + off, mask=pmask[:, None], other=0.0)
-            s = tl.dot(q, tl.trans(k.to(DOT)), out_dtype=tl.float32)
+            s = tl.dot(q, tl.trans(k.to(DOT)), out_dtype=tl.float32, input_precision=PREC)
             if HAS_SCALE:
                 ke = tl.load(KS + kvh * stride_sh + blk, mask=pmask, other=0).to(tl.float32)
                 s = s * tl.exp2(ke)[None, :]
@@ -92,7 +92,8 @@ def _build():
             if HAS_SCALE:
                 ve = tl.load(VS + kvh * stride_sh + blk, mask=pmask, other=0).to(tl.float32)
                 p = p * tl.exp2(ve)[None, :]
-            acc = acc * alpha[:, None] + tl.dot(p.to(DOT), v.to(DOT), out_dtype=tl.float32)
+            acc = acc * alpha[:, None] + tl.dot(p.to(DOT), v.to(DOT), out_dtype=tl.float32,
+                                                  input_precision=PREC)
             m_i = m_new
         o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
         tl.store(O + (q_start + m)[:, None].to(tl.int64) * stride_ot + h * stride_oh + d[None, :], o,
@@ -111,7 +112,8 @@ def paged_prefill_attention_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cac
     global _kernel
     if _kernel is None:
         _kernel = _build()
-    from engine.kernels.decode_attention import _dot_dtype
+    from engine.kernels.decode_attention import _dot_dtype, _precision
+    dot = _dot_dtype(q.dtype, dot_dtype)
     T, H, D = q.shape
     KV = k_cache.shape[0]
     dev = q.device
@@ -127,5 +129,5 @@ def paged_prefill_attention_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cac
                   q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), ks.stride(0) if has_scale else 0,
                   block_tables.stride(0), o.stride(0), o.stride(1), scale,
                   GROUP=H // KV, D=D, BLOCK_SIZE=block_size, BLOCK_M=block_m, BLOCK_N=block_n,
-                  HAS_SCALE=has_scale, DOT=_dot_dtype(q.dtype, dot_dtype))
+                  HAS_SCALE=has_scale, DOT=dot, PREC=_precision(dot))
     return o.to(q.dtype)

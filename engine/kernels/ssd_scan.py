@@ -24,7 +24,8 @@ def _build():
                         stride_xl, stride_xh, stride_dl, stride_bl, stride_bg, stride_yl, stride_yh,
                         stride_sh, stride_sp,
                         HEADS_PER_GROUP: tl.constexpr, P: tl.constexpr, N: tl.constexpr, Q: tl.constexpr,
-                        BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr, HAS_S0: tl.constexpr, DOT: tl.constexpr):
+                        BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr, HAS_S0: tl.constexpr, DOT: tl.constexpr,
+                        PREC: tl.constexpr):
         h = tl.program_id(0)
         pb = tl.program_id(1)
         grp = h // HEADS_PER_GROUP
@@ -50,17 +51,19 @@ def _build():
             cc = tl.load(Cm + t[:, None] * stride_bl + grp * stride_bg + n[None, :], mask=tm[:, None] & nm[None, :],
                          other=0.0).to(tl.float32)
             xdt = x * dt[:, None]  # [Q, BP]
-            scores = tl.dot(cc.to(DOT), tl.trans(b.to(DOT)), out_dtype=tl.float32)  # [Q(l), Q(s)]
+            scores = tl.dot(cc.to(DOT), tl.trans(b.to(DOT)), out_dtype=tl.float32,
+                            input_precision=PREC)  # [Q(l), Q(s)]
             diff = a_cum[:, None] - a_cum[None, :]
             causal = l_idx[None, :] <= l_idx[:, None]
             scores = scores * tl.exp(tl.where(causal, diff, float("-inf")))
-            y = tl.dot(scores.to(DOT), xdt.to(DOT), out_dtype=tl.float32)  # [Q, BP]
-            y += tl.dot(cc.to(DOT), tl.trans(state.to(DOT)), out_dtype=tl.float32) * tl.exp(a_cum)[:, None]
+            y = tl.dot(scores.to(DOT), xdt.to(DOT), out_dtype=tl.float32, input_precision=PREC)  # [Q, BP]
+            y += tl.dot(cc.to(DOT), tl.trans(state.to(DOT)), out_dtype=tl.float32,
+                        input_precision=PREC) * tl.exp(a_cum)[:, None]
             tl.store(Y + t[:, None] * stride_yl + h * stride_yh + p[None, :], y, mask=tm[:, None] & pm[None, :])
             a_last = tl.sum(tl.where(l_idx == Q - 1, a_cum, 0.0), 0)
             decay = tl.exp(a_last - a_cum)  # [Q]
             state = state * tl.exp(a_last) + tl.dot(tl.trans((xdt * decay[:, None]).to(DOT)), b.to(DOT),
-                                                    out_dtype=tl.float32)
+                                                    out_dtype=tl.float32, input_precision=PREC)
         tl.store(SF + h * stride_sh + p[:, None] * stride_sp + n[None, :], state, mask=pm[:, None] & nm[None, :])
 
     return ssd_scan_kernel
@@ -72,11 +75,14 @@ def ssd_chunk_scan_triton(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B:
                           ) -> tuple[torch.Tensor, torch.Tensor]:
     """x [L,H,P], dt [L,H] (softplus'd), A [H], B/C [L,G,N], initial_state [H,P,N] -> (y [L,H,P] fp32, state
     [H,P,N] fp32), as ``engine.ops.ssd.ssd_chunk_scan``. ``dot_dtype`` fp32 by default (the scan's products
-    are accumulated over long ranges); chunk_size must be a power of two >= 16."""
+    are accumulated over long ranges), multiplied as true fp32 (``input_precision="ieee"``, not the TF32 a
+    GPU's fp32 tl.dot defaults to; tests/engine/kernels/test_ssd_scan.py holds it to 1e-4 of the torch scan
+    on a GPU as on the interpreter); chunk_size must be a power of two >= 16."""
     global _kernel
     if _kernel is None:
         _kernel = _build()
-    from engine.kernels.decode_attention import _dot_dtype
+    from engine.kernels.decode_attention import _dot_dtype, _precision
+    dot = _dot_dtype(torch.float32, dot_dtype)
     L, H, P = x.shape
     G, N = B.shape[1], B.shape[2]
     x, dt, B, C = x.contiguous(), dt.float().contiguous(), B.contiguous(), C.contiguous()
@@ -89,5 +95,5 @@ def ssd_chunk_scan_triton(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B:
         x.stride(0), x.stride(1), dt.stride(0), B.stride(0), B.stride(1), y.stride(0), y.stride(1),
         final.stride(0), final.stride(1),
         HEADS_PER_GROUP=H // G, P=P, N=N, Q=chunk_size, BLOCK_P=block_p, BLOCK_N=max(16, 1 << (N - 1).bit_length()),
-        HAS_S0=initial_state is not None, DOT=_dot_dtype(torch.float32, dot_dtype))
+        HAS_S0=initial_state is not None, DOT=dot, PREC=_precision(dot))
     return y, final

@@ -12,5 +12,6 @@ if not torch.cuda.is_available():
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # The interpreter multiplies bf16 tl.dot operands wrongly: test in fp16 / fp32 there; bf16 too on a GPU.
 DOT_DTYPES = [torch.float16, torch.float32] + ([torch.bfloat16] if DEVICE == "cuda" else [])
-# A GPU's fp32 tl.dot runs in TF32 (10-bit mantissa); the interpreter's is exact fp32.
-FP32_DOT_TOL = 5e-3 if DEVICE == "cuda" else 1e-4
+# fp32 tl.dots run as true fp32 on a GPU too (input_precision="ieee", engine/kernels/decode_attention.py
+# _precision); the GPU's exp / summation order differ slightly from the CPU reference.
+FP32_DOT_TOL = 1e-3 if DEVICE == "cuda" else 1e-4
