@@ -187,6 +187,11 @@ def eval_(
         raise typer.Exit(2)
 
 
+from app.playbook_command import playbook_cli  # noqa: E402  (its commands import their modules lazily)
+
+cli.add_typer(playbook_cli, name="playbook")
+
+
 def main() -> None:
     cli()
 

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from starlette.concurrency import run_in_threadpool
 
-from app.api import ask, batch, documents, ops
+from app.api import ask, batch, documents, ops, playbook
 from app.api.backpressure import Backpressure, default_rules, gates_from_settings
 from app.api.deps import tenant
 from app.batch_jobs import BatchJobs
@@ -122,6 +122,7 @@ def create_app(settings, service=None) -> FastAPI:
     app.include_router(documents.router)
     app.include_router(ask.router)
     app.include_router(batch.router)
+    app.include_router(playbook.router)
     if not settings.llm_base_url:
         from engine.api.openai_server import openai_router
         app.include_router(openai_router(_LazyLLM(service), owner=lambda r: r.state.tenant),  # snapshots per tenant

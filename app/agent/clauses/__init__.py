@@ -1,0 +1,2 @@
+"""Clause kinds as data (``taxonomy``), the clause units of a document (``units``), the one general clause
+finder (``finder``) and a tenant's own kinds (``playbook``)."""

@@ -1,0 +1,187 @@
+"""One general mechanism that finds a clause of any kind, or what a question of no known kind asks.
+
+``find_units(kbt, query, kind, doc_ids, k)``:
+1. the documents: those given (when a few), else the documents of the best search hits;
+2. dense + sparse search over them with the question's asking part and, for a known kind, the kind's
+   description and wordings as query expansions (sparse: its names, headings and wordings); a chunk's rank
+   is carried to the clause unit that holds it;
+3. every clause unit of those documents (``clauses.units``: numbered sections with their sub-clauses, whole)
+   is scored by the fusion of
+   - its best search rank,
+   - wording similarity: how much of one of the kind's wordings (or the question's own words) a single
+     sentence of the unit states, and how much of the kind's vocabulary the unit carries (IDF-weighted over
+     the units of the documents read, BM25 length-saturated),
+   - heading match: the kind's name, synonyms or heading words (else the question's words) in the unit's
+     heading path or first line,
+   - for an answer that states parties or a date: the opening of the document;
+4. each unit returned carries its best sentence(s) as ``quote``.
+
+Nothing here names a kind: every kind, built-in or a tenant's, is found the same way from its data.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Optional
+
+from app.agent.clauses.taxonomy import ClauseKind, stems
+from app.agent.clauses.units import Unit, document_units
+from ingest.sentences import sentence_spans
+
+SEARCH_K = 30
+SCAN_MAX_DOCS = 5  # score every unit of the documents in scope when there are at most this many
+OPEN_DOCS = 3  # without a small scope: the documents of the best hits read unit by unit
+W_RANK, W_LEX, W_WORD, W_HEAD, W_OPEN = 1.0, 0.8, 0.9, 0.6, 1.2
+DEFINITION = re.compile(r"^\W*(?:\(?[a-z0-9]{1,4}[.)]\s*)?[\"\u201c][^\"\u201d]{1,60}[\"\u201d]\s*(?:shall\s+)?"
+                        r"(?:means?|has the meaning|refers?)\b", re.I)
+MIN_SENTENCE = 40
+MAX_QUOTE = 1200
+
+
+def _rank_score(rank: int) -> float:
+    return 1.0 / (1.0 + rank / 4.0)
+
+
+class _Profile:
+    """What a unit is compared with: phrases (the kind's wordings, or the question) and vocabulary, IDF-weighted."""
+
+    def __init__(self, kind: Optional[ClauseKind], query: str, units: list[Unit]):
+        asked = stems(query)
+        if kind is not None:
+            self.phrases = [stems(w) for w in kind.wordings] + [stems(kind.description)]
+            self.vocab = kind.profile() | set(asked)
+            self.heads = [p for p, _w in kind.phrases()]
+        else:
+            self.phrases = [asked] if asked else []
+            self.vocab = set(asked)
+            self.heads = [asked] if asked else []
+        self.phrases = [p for p in self.phrases if p]
+        n = len(units) or 1
+        df = Counter(t for u in units for t in set(u.tokens))
+        self.idf = {t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in self.vocab}
+        for p in self.phrases + self.heads:
+            for t in p:
+                self.idf.setdefault(t, math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
+        self.avg_len = sum(len(u.tokens) for u in units) / n if units else 1.0
+
+    def weight(self, terms) -> float:
+        return sum(self.idf.get(t, 0.0) for t in terms)
+
+    def coverage(self, phrase: list[str], words: set[str]) -> float:
+        total = self.weight(set(phrase))
+        return self.weight(set(phrase) & words) / total if total else 0.0
+
+    def lexical(self, unit: Unit) -> float:
+        """BM25 of the unit for the vocabulary, over the vocabulary's total IDF (0..1)."""
+        tf = Counter(unit.tokens)
+        norm = 1.2 * (0.25 + 0.75 * len(unit.tokens) / (self.avg_len or 1.0))
+        got = sum(self.idf[t] * tf[t] / (tf[t] + norm) for t in self.vocab if tf.get(t))
+        total = self.weight(self.vocab)
+        return got / total if total else 0.0
+
+    def sentence(self, words: set[str]) -> float:
+        """The best coverage of one phrase by a sentence's words (0..1)."""
+        return max((self.coverage(p, words) for p in self.phrases), default=0.0)
+
+    def heading(self, text: str) -> float:
+        words = stems(text)
+        best = 0.0
+        for p in self.heads:
+            if _in_order(words, p):
+                return 1.0
+            best = max(best, 0.5 * self.coverage(p, set(words)))
+        return best
+
+
+def _in_order(words: list[str], phrase: list[str]) -> bool:
+    n = len(phrase)
+    return any(words[i:i + n] == phrase for i in range(len(words) - n + 1))
+
+
+def quote_spans(text: str) -> list[tuple[int, int]]:
+    """Sentences of ``text``, a heading or lead-in fragment joined to the sentence after it."""
+    spans = sentence_spans(text)
+    out, carry = [], None
+    for a, b in spans:
+        start = a if carry is None else carry
+        frag = text[a:b]
+        if (b - a < MIN_SENTENCE or frag.rstrip().endswith(":")) and (a, b) != spans[-1]:
+            carry = start
+            continue
+        out.append((start, b))
+        carry = None
+    if carry is not None and spans:
+        out.append((carry, spans[-1][1]))
+    return out
+
+
+def _best_sentences(unit: Unit, prof: _Profile) -> tuple[float, str]:
+    """(best sentence score, the best sentence or two adjacent ones) of a unit."""
+    spans = quote_spans(unit.text)
+    if not spans:
+        return 0.0, unit.text.strip()
+    scored = []
+    for i, (a, b) in enumerate(spans):
+        words = set(stems(unit.text[a:b]))
+        scored.append((prof.sentence(words) + 0.5 * prof.coverage(list(prof.vocab), words), i))
+    s, i = max(scored, key=lambda x: (x[0], -x[1]))
+    a, b = spans[i]
+    if i + 1 < len(spans) and scored[i + 1][0] >= 0.75 * s and spans[i + 1][1] - a <= MAX_QUOTE:
+        b = spans[i + 1][1]
+    return min(1.0, prof.sentence(set(stems(unit.text[a:b])))), unit.text[a:b].strip()
+
+
+def _documents(kbt, query: str, doc_ids: Optional[list[str]], hits: list) -> list[str]:
+    if doc_ids and len(doc_ids) <= SCAN_MAX_DOCS:
+        return list(doc_ids)
+    return list(dict.fromkeys(p.doc_id for p in hits))[:OPEN_DOCS]
+
+
+def _searches(kbt, query: str, kind: Optional[ClauseKind], docs: Optional[list[str]]):
+    """[(passages best first)] for the asking part and, for a kind, its description and wordings."""
+    out = [kbt.search(query, k=SEARCH_K, doc_ids=docs)] if query.strip() else []
+    if kind is not None:
+        out.append(kbt.search(kind.query(), k=SEARCH_K, doc_ids=docs, sparse_query=kind.sparse_query()))
+        out.append(kbt.search(f"{kind.name}. {kind.description} {query}", k=SEARCH_K, doc_ids=docs))
+    return out
+
+
+def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Optional[list[str]] = None,
+               k: int = 6) -> list[Unit]:
+    """Clause units best first (whole numbered sections with their sub-clauses), each with a fused ``score``,
+    its score's ``parts`` and its best sentence(s) as ``quote``."""
+    scope = list(doc_ids) if doc_ids else None
+    searches = _searches(kbt, query, kind, scope)
+    docs = _documents(kbt, query, scope, [p for s in searches for p in s])
+    if scope is None and docs:  # the best documents found: search them again, unit by unit
+        searches = _searches(kbt, query, kind, docs)
+    units = [u for d in docs for u in document_units(kbt.document_passages(d))]
+    if not units:
+        return []
+    for u in units:
+        u.tokens = stems(u.text)
+    by_chunk = {cid: u for u in units for cid in u.chunk_ids}
+    rank: dict[int, float] = {}
+    for hits in searches:
+        seen: set[int] = set()
+        for r, p in enumerate(hits):
+            u = by_chunk.get(p.chunk_id)
+            if u is None or id(u) in seen:
+                continue
+            seen.add(id(u))
+            rank[id(u)] = rank.get(id(u), 0.0) + _rank_score(r) / len(searches)
+    prof = _Profile(kind, query, units)
+    for u in units:
+        word, quote = _best_sentences(u, prof)
+        parts = {"rank": rank.get(id(u), 0.0), "lexical": prof.lexical(u), "wording": word,
+                 "heading": max(prof.heading(u.heading), prof.heading(u.text[:100]))}
+        if kind is not None and kind.answer in ("parties", "date"):
+            parts["opening"] = {0: 1.0, 1: 0.5}.get(u.position, 0.0)
+        s = (W_RANK * parts["rank"] + W_LEX * parts["lexical"] + W_WORD * parts["wording"]
+             + W_HEAD * parts["heading"] + W_OPEN * parts.get("opening", 0.0))
+        if DEFINITION.search(u.text[:200]) and not parts.get("opening"):
+            s *= 0.7  # a definition names the clause without being it
+        u.score, u.quote, u.parts = float(s), quote, parts
+    units.sort(key=lambda u: (-u.score, u.position))
+    return units[:k]

@@ -1,0 +1,250 @@
+"""Clause kinds as data: ``app/data/clause_kinds.yaml`` loaded once, validated, and merged with a tenant's
+playbook kinds; ``Taxonomy.match`` names the kind a question asks about.
+
+A kind is knowledge (its name, what the clause does, how contracts word it, which headings carry it, what an
+answer must state), never code: the finder (``clauses.finder``) uses the same fields for every kind, so a kind
+added as data works without code.
+
+Matching is lexical and general: the question's content words (stemmed, stop words out) are compared with
+each kind's name, synonyms and heading words as phrases: a phrase matches when its words occur in the
+question in order with at most one word between them. The longest phrase wins (a name or synonym over a heading
+word at equal length; more phrases of one kind break a tie), so "change of control ... assignment" reads as change of control, not anti-assignment.
+When no phrase matches and an embedder is given, the question may still be read as the kind whose description is
+nearest in meaning, only when the cosine clears ``MIN_COSINE`` and beats the runner-up by ``MARGIN``.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+import yaml
+
+from app.agent.text import STOPWORDS, stem
+
+DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "clause_kinds.yaml"
+SLOTS = ("jurisdiction", "duration", "amount", "parties", "date", "clause")
+MAX_NAME = 80
+MAX_TEXT = 600
+MIN_COSINE, MARGIN = 0.55, 0.05  # embedder fallback: how near a description must be, and how far ahead
+# words that name no clause kind on their own (a question's frame: "what", "the agreement", "a party")
+FRAME_WORDS = {"agreement", "agreements", "contract", "contracts", "party", "parties'", "clause", "clauses",
+               "section", "sections", "provision", "provisions", "document", "say", "says", "state", "states"}
+TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class TaxonomyError(ValueError):
+    """A clause kind entry is invalid (the message names the entry and the field)."""
+
+
+def stems(text: str) -> list[str]:
+    """Content-word stems of ``text`` in order (the one tokenizer matching and the finder share)."""
+    out = []
+    for w in TOKEN.findall(text.lower().replace("-", " ")):
+        if w in STOPWORDS or w in FRAME_WORDS or (len(w) < 3 and not w.isdigit()):
+            continue
+        out.append(stem(w))
+    return out
+
+
+@dataclass(frozen=True)
+class ClauseKind:
+    name: str
+    description: str
+    wordings: tuple[str, ...]
+    headings: tuple[str, ...]
+    answer: str = "clause"  # the slot an answer must state (SLOTS)
+    synonyms: tuple[str, ...] = field(default=())
+    source: str = "built-in"  # built-in | playbook
+
+    @property
+    def slot(self) -> str:  # the name the verifier reads
+        return self.answer
+
+    def query(self) -> str:
+        """Dense-search text: what the clause does and how contracts word it."""
+        return " ".join([self.description, *self.wordings])
+
+    def sparse_query(self) -> str:
+        """Sparse-search terms: names, headings and wordings (descriptions are prose, not the clause's words)."""
+        return " ".join([self.name, *self.synonyms, *self.headings, *self.wordings])
+
+    def phrases(self) -> list[tuple[list[str], float]]:
+        """(stems, weight) of the phrases a question names this kind by: name and synonyms 1.0, headings 0.6."""
+        out = [(stems(p), 1.0) for p in (self.name, *self.synonyms)]
+        out += [(stems(h), 0.6) for h in self.headings]
+        return [(s, w) for s, w in out if s]
+
+    def profile(self) -> set[str]:
+        """Stems that say this clause: its name, synonyms, headings, description and wordings."""
+        return set(stems(" ".join([self.name, *self.synonyms, *self.headings, self.description, *self.wordings])))
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "description": self.description, "wordings": list(self.wordings),
+             "headings": list(self.headings), "answer": self.answer}
+        if self.synonyms:
+            d["synonyms"] = list(self.synonyms)
+        return d
+
+
+def _strings(entry: dict, key: str, where: str, required: bool) -> tuple[str, ...]:
+    value = entry.get(key)
+    if value is None:
+        if required:
+            raise TaxonomyError(f"{where}: '{key}' is missing (a list of plain phrases)")
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TaxonomyError(f"{where}: '{key}' must be a list of non-empty strings")
+    if required and not value:
+        raise TaxonomyError(f"{where}: '{key}' is empty")
+    for v in value:
+        if len(v) > MAX_TEXT:
+            raise TaxonomyError(f"{where}: a '{key}' entry is longer than {MAX_TEXT} characters")
+    return tuple(" ".join(v.split()) for v in value)
+
+
+def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") -> ClauseKind:
+    """A validated ``ClauseKind`` from a mapping; ``TaxonomyError`` says which field is wrong and why."""
+    if not isinstance(entry, dict):
+        raise TaxonomyError(f"{where}: expected a mapping with name, description, wordings, headings, answer")
+    unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms"}
+    if unknown:
+        raise TaxonomyError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise TaxonomyError(f"{where}: 'name' is missing or empty")
+    name = " ".join(name.lower().split())
+    where = f"{where} {name!r}"
+    if len(name) > MAX_NAME:
+        raise TaxonomyError(f"{where}: 'name' is longer than {MAX_NAME} characters")
+    if not stems(name):
+        raise TaxonomyError(f"{where}: 'name' has no content word (only words such as 'the', 'clause')")
+    desc = entry.get("description")
+    if not isinstance(desc, str) or not desc.strip():
+        raise TaxonomyError(f"{where}: 'description' is missing (one or two sentences: what the clause does)")
+    if len(desc) > MAX_TEXT:
+        raise TaxonomyError(f"{where}: 'description' is longer than {MAX_TEXT} characters")
+    answer = str(entry.get("answer") or "clause").strip().lower()
+    if answer not in SLOTS:
+        raise TaxonomyError(f"{where}: 'answer' is {answer!r}; expected one of {', '.join(SLOTS)}")
+    return ClauseKind(name=name, description=" ".join(desc.split()),
+                      wordings=_strings(entry, "wordings", where, True),
+                      headings=_strings(entry, "headings", where, False),
+                      answer=answer, synonyms=_strings(entry, "synonyms", where, False), source=source)
+
+
+def load_kinds(path: Path = DATA_FILE) -> list[ClauseKind]:
+    """Every entry of a taxonomy file, validated; names must be unique."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise TaxonomyError(f"{path}: cannot read the clause kinds: {exc}") from exc
+    if isinstance(data, dict):
+        data = data.get("kinds")
+    if not isinstance(data, list) or not data:
+        raise TaxonomyError(f"{path}: expected a non-empty list of clause kinds")
+    kinds, seen = [], set()
+    for i, entry in enumerate(data, 1):
+        kind = kind_from_dict(entry, f"{path.name} entry {i}")
+        if kind.name in seen:
+            raise TaxonomyError(f"{path.name} entry {i}: duplicate name {kind.name!r}")
+        seen.add(kind.name)
+        kinds.append(kind)
+    return kinds
+
+
+def _contains(q: list[str], phrase: list[str]) -> bool:
+    """``phrase`` occurs in ``q`` in order, at most one other word between two of its words."""
+    for start in (i for i, w in enumerate(q) if w == phrase[0]):
+        pos, ok = start, True
+        for w in phrase[1:]:
+            nxt = next((j for j in range(pos + 1, min(pos + 3, len(q))) if q[j] == w), None)
+            if nxt is None:
+                ok = False
+                break
+            pos = nxt
+        if ok:
+            return True
+    return False
+
+
+class Taxonomy:
+    """The kinds a tenant's questions are read against: built-ins, with playbook kinds merged over them."""
+
+    def __init__(self, kinds: Iterable[ClauseKind]):
+        self.kinds: dict[str, ClauseKind] = {}
+        for k in kinds:
+            self.kinds[k.name] = k  # a later kind (the tenant's) replaces a built-in of the same name
+        self._phrases = {k.name: k.phrases() for k in self.kinds.values()}
+        self._vectors = None
+        self._lock = threading.Lock()
+
+    def __iter__(self):
+        return iter(self.kinds.values())
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def get(self, name: Optional[str]) -> Optional[ClauseKind]:
+        return self.kinds.get(" ".join(name.lower().split())) if name else None
+
+    def merged(self, extra: Iterable[ClauseKind]) -> "Taxonomy":
+        return Taxonomy([*self.kinds.values(), *extra])
+
+    def match_scores(self, question: str) -> list[tuple[float, ClauseKind]]:
+        """(score, kind) for every kind a phrase of which the question contains, best first."""
+        q = stems(question)
+        out = []
+        for kind in self.kinds.values():
+            found = [len(p) + w for p, w in self._phrases[kind.name] if _contains(q, p)]
+            if found:  # the longest phrase; more phrases of the kind break a tie
+                best = max(found) + 0.1 * (len(found) - 1)
+                out.append((best + (0.5 if kind.source == "playbook" else 0.0), kind))
+        return sorted(out, key=lambda x: -x[0])
+
+    def match(self, question: str, embedder=None) -> Optional[ClauseKind]:
+        """The kind ``question`` (its asking part) asks about, or None."""
+        scored = self.match_scores(question)
+        if scored:
+            return scored[0][1]
+        return self._nearest(question, embedder) if embedder is not None else None
+
+    def _nearest(self, question: str, embedder) -> Optional[ClauseKind]:
+        import numpy as np
+
+        kinds = list(self.kinds.values())
+        if len(kinds) < 2 or not stems(question):
+            return None
+        with self._lock:
+            if self._vectors is None:
+                self._vectors = np.asarray(embedder.encode([f"{k.name}: {k.description}" for k in kinds]))
+        v = np.asarray(embedder.encode([question]))[0]
+        m = self._vectors
+        cos = m @ v / (np.linalg.norm(m, axis=1) * np.linalg.norm(v) + 1e-9)
+        order = np.argsort(-cos)
+        if cos[order[0]] >= MIN_COSINE and cos[order[0]] - cos[order[1]] >= MARGIN:
+            return kinds[int(order[0])]
+        return None
+
+
+_BUILT_IN: Optional[Taxonomy] = None
+_BUILT_IN_LOCK = threading.Lock()
+
+
+def built_in() -> Taxonomy:
+    """The shipped kinds (read once per process: the file is code-side data, not a document fact)."""
+    global _BUILT_IN
+    with _BUILT_IN_LOCK:
+        if _BUILT_IN is None:
+            _BUILT_IN = Taxonomy(load_kinds())
+        return _BUILT_IN
+
+
+def get_taxonomy(tenant_kinds: Optional[Iterable[ClauseKind]] = None) -> Taxonomy:
+    """The built-in kinds with ``tenant_kinds`` (a playbook) merged over them by name."""
+    base = built_in()
+    return base.merged(tenant_kinds) if tenant_kinds else base

@@ -1,0 +1,175 @@
+"""Clause kinds as data: the shipped taxonomy loads and validates; a kind added only as data (a tenant's
+playbook) is found in a real contract, as its whole numbered section; a question of no known kind finds its
+section by its own words. Real ingest (PDF written here), real SQLite, real Qdrant Edge, real embedder."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app_test_helpers import small_settings  # tests/app/app_test_helpers.py
+from text_pdf import write_paragraphs_pdf  # tests/text_pdf.py
+
+TENANT, OTHER = "kinds-a", "kinds-b"
+FILLER = ("Each party shall perform its obligations under this Agreement diligently and in a professional manner "
+          "consistent with generally accepted industry standards. ")
+CONTRACT = [
+    ("MASTER SERVICES AGREEMENT", "h"),
+    ("This Master Services Agreement is entered into as of April 2, 2022 by and between Corvid Systems Inc., a "
+     "Delaware corporation (\"Provider\"), and Lindqvist Freight AB (\"Customer\").", None),
+    ("1. Services", "h"),
+    ("1.1 Scope. Provider shall provide the logistics software services described in each order form. " + FILLER * 3,
+     None),
+    ("1.2 Changes. Either party may request changes to an order form in writing. " + FILLER * 2, "break"),
+    ("7. Fees", "h"),
+    ("7.1 Fees. Customer shall pay the fees set out in each order form within forty-five (45) days of invoice. "
+     + FILLER * 2, None),
+    ("11. Events Beyond Control", "h"),
+    ("11.1 Neither Party will be responsible for delays caused by events outside its reasonable control, including "
+     "acts of God, earthquakes, epidemics, riots or governmental orders.", None),
+    ("11.2 The affected Party shall notify the other Party promptly and resume performance as soon as practicable; "
+     "if the delay lasts more than sixty (60) days, either Party may end the affected order form.", None),
+    ("12. Insolvency", "h"),
+    ("12.1 If either Party becomes insolvent, makes a general assignment for the benefit of its creditors or has a "
+     "petition in bankruptcy filed by or against it, the other Party may terminate this Agreement at once by "
+     "written notice.", None),
+    ("13. Governing Law", "h"),
+    ("13.1 This Agreement shall be governed by the laws of the State of New York, without regard to its conflict "
+     "of laws rules.", None),
+    ("14. Assignment", "h"),
+    ("14.1 Neither party may assign this Agreement without the prior written consent of the other party. "
+     + FILLER, None),
+]
+FORCE_MAJEURE = {
+    "name": "force majeure",
+    "description": "Excuses a party from performing while events beyond its reasonable control, such as natural "
+                   "disasters, war or strikes, prevent performance.",
+    "wordings": ["neither party shall be liable for any failure or delay in performance due to causes beyond its "
+                 "reasonable control", "acts of God, fire, flood, war, terrorism or labour disputes"],
+    "headings": ["force majeure"],
+    "answer": "clause",
+}
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    from ingest.knowledge_base import KnowledgeBase
+
+    settings = small_settings(tmp_path_factory.mktemp("kinds"))
+    kb = KnowledgeBase(settings)
+    path = write_paragraphs_pdf(settings.data_dir / "msa.pdf", CONTRACT)
+    for tenant in (TENANT, OTHER):
+        res = kb.ingest_file(path, tenant)
+        assert res.status == "ingested", res
+    yield kb
+    kb.close()
+
+
+def doc_id(kb, tenant: str = TENANT) -> str:
+    return kb.list_documents(tenant)[0].id
+
+
+def test_the_shipped_kinds_load_and_every_entry_validates():
+    from app.agent.clauses.taxonomy import SLOTS, built_in
+
+    tax = built_in()
+    assert len(tax) == 20
+    for k in tax:
+        assert k.description.endswith(".") and k.wordings and k.answer in SLOTS, k.name
+        assert not any(ch in w for w in k.wordings for ch in "\\[]()?*+|^$"), k.name  # phrases, not patterns
+    assert tax.get("Governing Law").answer == "jurisdiction"
+
+
+@pytest.mark.parametrize("entry,message", [
+    ({"name": "x kind", "wordings": ["a b c"]}, "'description' is missing"),
+    ({"name": "x kind", "description": "Does x.", "wordings": ["a b"], "answer": "colour"}, "expected one of"),
+    ({"name": "x kind", "description": "Does x.", "wordings": []}, "'wordings' is empty"),
+    ({"name": "the clause", "description": "Does x.", "wordings": ["a"]}, "no content word"),
+    ({"name": "x kind", "description": "Does x.", "wordings": ["a"], "regex": "x.*"}, "unknown field"),
+])
+def test_a_bad_entry_is_refused_with_its_field_and_reason(entry, message):
+    from app.agent.clauses.taxonomy import TaxonomyError, kind_from_dict
+
+    with pytest.raises(TaxonomyError, match=re.escape(message)):
+        kind_from_dict(entry)
+
+
+def test_a_bad_taxonomy_file_names_the_entry(tmp_path):
+    from app.agent.clauses.taxonomy import TaxonomyError, load_kinds
+
+    bad = tmp_path / "kinds.yaml"
+    bad.write_text("- name: a kind\n  description: Does a.\n  wordings: [x y]\n- name: A Kind\n  description: b.\n"
+                   "  wordings: [z]\n")
+    with pytest.raises(TaxonomyError, match="entry 2: duplicate name 'a kind'"):
+        load_kinds(bad)
+
+
+def test_questions_name_their_kind_and_an_unknown_kind_is_none():
+    from app.agent.clauses.taxonomy import get_taxonomy, kind_from_dict
+
+    tax = get_taxonomy()
+    assert tax.match("what is the governing law?").name == "governing law"
+    assert tax.match("what happens on a change of control, such as a merger? is consent needed for assignment?"
+                     ).name == "change of control"
+    assert tax.match("can a party assign this agreement without consent?").name == "anti-assignment"
+    assert tax.match("What happens if a party goes bankrupt?") is None
+    assert tax.match("Is there a force majeure clause?") is None
+    mine = get_taxonomy([kind_from_dict(FORCE_MAJEURE, source="playbook")])
+    assert mine.match("Is there a force majeure clause?").name == "force majeure"
+    assert len(mine) == 21 and len(tax) == 20  # the built-ins are not changed by a tenant's kinds
+
+
+def test_a_kind_added_only_as_data_finds_its_whole_numbered_section(kb):
+    from app.agent.clauses.finder import find_units
+    from app.agent.clauses.taxonomy import get_taxonomy, kind_from_dict
+
+    kind = get_taxonomy([kind_from_dict(FORCE_MAJEURE, source="playbook")]).match("Is there a force majeure clause?")
+    units = find_units(kb.for_tenant(TENANT), "Is there a force majeure clause?", kind, [doc_id(kb)], k=3)
+    top = flat(units[0].text)
+    assert top.startswith("11. Events Beyond Control"), units[0]
+    assert "acts of God" in top and "sixty (60) days" in top  # 11.1 and 11.2: the section whole
+    assert "Insolvency" not in top and "Fees" not in top  # and nothing of the next section or the one before
+    assert "reasonable control" in units[0].quote and units[0].quote in units[0].text
+    assert units[0].page == 2 and units[0].filename == "msa.pdf"
+
+
+def test_a_question_of_no_known_kind_finds_its_section_by_its_own_words(kb):
+    from app.agent.clauses.finder import find_units
+
+    q = "What happens if a party goes bankrupt?"
+    units = find_units(kb.for_tenant(TENANT), q, None, [doc_id(kb)], k=3)
+    assert flat(units[0].text).startswith("12. Insolvency"), [u.section for u in units]
+    assert units[0].text.rstrip().endswith("written notice.")  # whole, not cut mid-sentence
+    assert "bankruptcy" in units[0].quote
+
+
+def test_units_never_cut_a_sentence_and_keep_sub_clauses(kb):
+    from app.agent.clauses.units import document_units
+
+    units = document_units(kb.document_passages(TENANT, doc_id(kb)))
+    texts = [flat(u.text) for u in units]
+    assert any(t.startswith("1. Services") and "1.2 Changes" in t for t in texts), texts
+    for t in texts[1:]:
+        assert t[-1] in ".)\"", t[-80:]
+
+
+def test_the_rag_search_reads_the_tenants_playbook_and_no_other(kb):
+    from app.agent.clause_search import find_passages
+    from app.agent.clauses import playbook
+
+    q = "Is there a force majeure clause?"
+    playbook.add_kinds(kb.engine, TENANT, [FORCE_MAJEURE])
+    try:
+        assert [k.name for k in playbook.list_kinds(kb.engine, TENANT)] == ["force majeure"]
+        assert playbook.list_kinds(kb.engine, OTHER) == []
+        assert playbook.taxonomy_for(kb, TENANT).match(q).name == "force majeure"
+        assert playbook.taxonomy_for(kb, OTHER).match(q) is None
+        hits = find_passages(kb, TENANT, q, k=2, doc_ids=[doc_id(kb)])
+        assert flat(hits[0].text).startswith("11. Events Beyond Control")
+    finally:
+        assert playbook.remove_kind(kb.engine, TENANT, "Force Majeure")
+    assert playbook.list_kinds(kb.engine, TENANT) == []
