@@ -10,6 +10,8 @@ runs eagerly: tests compare it with the eager step on a CPU, so what the graph r
 
 A capture fails on any host sync in the step (an op that is not sync-free on this model: a compressed non-NVFP4
 MoE, the torch reference kernels); then graphs are switched off with a warning and the eager static step runs.
+Any other error of warm-up or capture does the same (its type and first line in ``capture_error``); a Triton
+kernel that cannot be built falls back per op to its torch reference first (engine/kernels/fallback.py).
 """
 from __future__ import annotations
 
@@ -56,9 +58,11 @@ class DecodeGraphs:
                     out = self.ctx.step(self.model, bs)
                 self.graphs[bs] = (graph, out)
             torch.cuda.synchronize()
-        except RuntimeError as exc:  # a host sync or an uncapturable op in this model's step
+        except Exception as exc:  # a host sync or an uncapturable op in this model's step (RuntimeError), or
+            # anything else the warm-up or capture raises (a kernel that fails to build is already caught per
+            # op by engine/kernels/fallback.py, which logs it and runs the torch reference): decode runs eagerly
             self.graphs.clear()
-            self.capture_error = str(exc).splitlines()[0]
+            self.capture_error = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
             log.warning("CUDA graph capture failed (%s): decode steps run eagerly", self.capture_error)
 
     def fits(self, n: int) -> bool:

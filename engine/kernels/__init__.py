@@ -59,17 +59,26 @@ def cpu_ops() -> Ops:
 
 
 def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
+    """The Triton kernels, each guarded (engine/kernels/fallback.py): one that cannot be built here falls
+    back to its torch reference with a logged cause instead of failing the engine."""
     from functools import partial
 
-    from engine.kernels.decode_attention import paged_decode_attention_triton
-    from engine.kernels.fused_moe import fused_moe_triton, nvfp4_linear_triton
-    from engine.kernels.mamba_step import mamba_multi_step_triton
-    from engine.kernels.prefill_attention import paged_prefill_attention_triton
+    from engine.kernels.decode_attention import paged_decode_attention_torch, paged_decode_attention_triton
+    from engine.kernels.fallback import Guarded
+    from engine.kernels.fused_moe import fused_moe_torch, fused_moe_triton, nvfp4_linear_torch, nvfp4_linear_triton
+    from engine.kernels.mamba_step import mamba_multi_step_torch, mamba_multi_step_triton
+    from engine.kernels.prefill_attention import paged_prefill_attention_torch, paged_prefill_attention_triton
     from engine.kernels.ssd_scan import ssd_chunk_scan_triton
-    return Ops("triton", partial(paged_decode_attention_triton, dot_dtype=dot_dtype),
-               partial(paged_prefill_attention_triton, dot_dtype=dot_dtype), mamba_multi_step_triton,
-               partial(fused_moe_triton, dot_dtype=dot_dtype), partial(nvfp4_linear_triton, dot_dtype=dot_dtype),
-               ssd_chunk_scan_triton, dot_dtype)
+    from engine.ops.ssd import ssd_chunk_scan
+    return Ops("triton",
+               Guarded("decode_attention", partial(paged_decode_attention_triton, dot_dtype=dot_dtype),
+                       paged_decode_attention_torch),
+               Guarded("prefill_attention", partial(paged_prefill_attention_triton, dot_dtype=dot_dtype),
+                       paged_prefill_attention_torch),
+               Guarded("mamba_step", mamba_multi_step_triton, mamba_multi_step_torch),
+               Guarded("moe_nvfp4", partial(fused_moe_triton, dot_dtype=dot_dtype), fused_moe_torch),
+               Guarded("linear_nvfp4", partial(nvfp4_linear_triton, dot_dtype=dot_dtype), nvfp4_linear_torch),
+               Guarded("ssd_scan", ssd_chunk_scan_triton, ssd_chunk_scan), dot_dtype)
 
 
 def select_ops(device, prefer: str = "auto", dot_dtype: Optional[torch.dtype] = None) -> Ops:

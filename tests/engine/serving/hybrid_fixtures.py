@@ -41,3 +41,39 @@ def random_hybrid(config: ModelConfig, seed: int = 0):
             p.zero_()
     model.eval()
     return LoadedModel(model=model, config=config, tokenizer=None, path=Path("tiny-hybrid"))
+
+
+def triton_device() -> str:
+    """Where a test runs the Triton kernels inside a model: CUDA when present (compiled kernels), else the CPU
+    through Triton's interpreter. Which of the two a process gets is fixed when triton decorates the kernels
+    (TRITON_INTERPRET is read then), so a CUDA host never runs them on CPU tensors."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def use_interpreter_without_cuda() -> None:
+    """Call at import of a test module that runs Triton kernels: sets TRITON_INTERPRET=1 on a CPU-only host
+    (before triton builds anything); on a CUDA host the kernels compile and the test moves its model there."""
+    import os
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def on_device(loaded, device: str):
+    """A copy of ``loaded`` whose model (dense parameters, compressed parts, rotary tables) lives on ``device``;
+    ``loaded`` itself when it is there already."""
+    import copy
+
+    from engine.layers.linear import Linear
+    from engine.layers.moe import Experts
+    if loaded.model.device.type == torch.device(device).type:
+        return loaded
+    loaded = copy.deepcopy(loaded)
+    loaded.model.to(device)
+    for m in loaded.model.modules():
+        if isinstance(m, Linear) and m.compressed is not None:
+            m.compressed = [p.to(device) for p in m.compressed]
+        elif isinstance(m, Experts) and m.compressed_up is not None:
+            m.compressed_up = [p.to(device) for p in m.compressed_up]
+            m.compressed_down = [p.to(device) for p in m.compressed_down]
+    loaded.model.share_rotaries(device)
+    return loaded

@@ -4,21 +4,22 @@ paths: batched paged decode attention and the in-place Mamba2 state update, pick
 else through TRITON_INTERPRET=1), fp32 and fp8 KV."""
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
+from hybrid_fixtures import on_device, triton_device, use_interpreter_without_cuda
 
 from engine.llm_engine import EngineConfig, LLMEngine
 from engine.sampling import SamplingParams
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+use_interpreter_without_cuda()
 
 PROMPTS = [[3, 14, 15, 92, 65], [35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79, 50, 28], [8, 41, 97 % 96, 16]]
 
 
 def run(loaded, kernels: str, kv_dtype: str, n: int = 8):
+    """``kernels="triton"`` runs on ``triton_device()`` (a copy of the model moved there)."""
+    if kernels == "triton":
+        loaded = on_device(loaded, triton_device())
     engine = LLMEngine(loaded, EngineConfig(max_model_len=128, max_num_seqs=4, kv_dtype=kv_dtype, chunk_tokens=16,
                                             block_size=8, speculative=False, kernels=kernels))
     seqs = [engine.add_request(p, SamplingParams(max_tokens=n, ignore_eos=True)) for p in PROMPTS]
@@ -74,7 +75,7 @@ def test_nvfp4_model_with_fused_moe_and_gemm_kernels_equals_the_torch_paths(nvfp
         pytest.importorskip("triton")
     _, want = run(nvfp4_hybrid, "default", "float32")
     engine, got = run(nvfp4_hybrid, kernels, "float32")
-    model = nvfp4_hybrid.model
+    model = engine.model
     moe = [m for m in model.modules() if type(m).__name__ == "Experts"]
     assert moe and all(m.fused is not None for m in moe)
     assert sum(1 for m in model.modules() if getattr(m, "nvfp4_gemm", None) is not None) >= 6
@@ -97,5 +98,5 @@ def test_prefill_scan_kernel_in_the_model_equals_the_torch_scan():
     loaded = random_hybrid(cfg, seed=5)
     _, want = run(loaded, "default", "float32")
     engine, got = run(loaded, "triton", "float32")
-    assert all(m.scan is not ssd_chunk_scan for m in loaded.model.mamba_layers())
+    assert all(m.scan is not ssd_chunk_scan for m in engine.model.mamba_layers())
     assert got == want

@@ -4,18 +4,17 @@ equals the state of a dense forward over exactly its cached tokens — what the 
 replaced guaranteed — with rejections actually happening."""
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
+
+from hybrid_fixtures import on_device, triton_device, use_interpreter_without_cuda
 
 from engine.forward_context import DenseContext
 from engine.llm_engine import EngineConfig, LLMEngine
 from engine.sampling import SamplingParams
 from engine.spec_checkpoints import MambaCheckpoints
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # the Triton case runs through the interpreter on a CPU
+use_interpreter_without_cuda()  # the Triton case: compiled on CUDA, else interpreted on a CPU
 
 REPETITIVE = [5, 6, 7, 8, 9] * 5 + [5, 6, 40]  # drafts are proposed, and the model often disagrees
 PROMPTS = [REPETITIVE, [11, 12, 13, 11, 12, 13, 11, 12, 30, 11, 12, 13], [3, 14, 15, 92, 65]]
@@ -30,7 +29,8 @@ def engine_for(loaded, speculative: bool, kernels: str) -> LLMEngine:
 def dense_states(model, tokens: list[int]):
     ctx = DenseContext.for_model(model, 1)
     with torch.inference_mode():
-        model(torch.tensor(tokens), torch.arange(len(tokens)), ctx.next_step([len(tokens)]))
+        dev = model.device
+        model(torch.tensor(tokens, device=dev), torch.arange(len(tokens), device=dev), ctx.next_step([len(tokens)]))
     return [ctx.mamba_state(i, 0) for i in range(len(model.mamba_layers()))]
 
 
@@ -38,6 +38,7 @@ def dense_states(model, tokens: list[int]):
 def test_checkpoint_rollback_equals_greedy_and_the_dense_state(tiny_hybrid, kernels):
     if kernels == "triton":
         pytest.importorskip("triton")
+        tiny_hybrid = on_device(tiny_hybrid, triton_device())
     params = SamplingParams(max_tokens=20, ignore_eos=True)
     plain = engine_for(tiny_hybrid, False, kernels)
     want = [plain.add_request(p, params) for p in PROMPTS]

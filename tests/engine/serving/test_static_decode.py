@@ -3,11 +3,9 @@ tokens on the tiny hybrid (Mamba2 + attention + MoE) and on a tiny Llama, fp32 a
 batches; the graph capture itself on CUDA."""
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
-from hybrid_fixtures import random_hybrid
+from hybrid_fixtures import on_device, random_hybrid, triton_device, use_interpreter_without_cuda
 
 from engine import kv_quant
 from engine.config import AttentionSpec, BlockSpec, MlpSpec, ModelConfig
@@ -15,8 +13,7 @@ from engine.llm_engine import EngineConfig, LLMEngine
 from engine.sampling import SamplingParams
 from engine.static_decode import batch_sizes, padded_size, write_fp8_decode
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # the Triton case runs through the interpreter on a CPU
+use_interpreter_without_cuda()  # the Triton case: compiled on CUDA, else interpreted on a CPU
 
 PROMPTS = [[3, 14, 15, 92, 65], [35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79, 50, 28], [8, 41, 1, 16],
            [5, 6, 7], [60, 61, 62, 63, 64, 65, 66, 67, 68]]
@@ -72,7 +69,7 @@ def test_static_decode_step_equals_the_eager_step(request, model, kv_dtype):
 def test_static_decode_with_triton_kernels_equals_the_eager_step(tiny_hybrid):
     """What the CUDA graph replays, with the Triton decode attention and Mamba update (interpreted on a CPU)."""
     pytest.importorskip("triton")
-    pairs, (want, got), static = lockstep(tiny_hybrid, "fp8", "triton", n=4)
+    pairs, (want, got), static = lockstep(on_device(tiny_hybrid, triton_device()), "fp8", "triton", n=4)
     assert got == want and static.runner.graphs.eager_steps >= 3
     for a, b in pairs:
         if a is not None:
