@@ -75,6 +75,10 @@ class World:
             assert secret.lower() not in low, f"{where}: tenant b sees {secret!r} of tenant a:\n{body[:2000]}"
 
 
+PLAYBOOK_KIND = {"name": "kestrel covenant", "description": "The aq7731 covenant of the Kestrel project.",
+                 "wordings": ["shall keep the kestrel covenant"], "headings": ["kestrel"], "answer": "clause"}
+
+
 def build_world(client: httpx.Client, url: str, service, settings, tmp: Path) -> World:
     w = World(url, client, service, settings)
     memo = write_memo_pdf(tmp / MEMO)
@@ -105,4 +109,6 @@ def build_world(client: httpx.Client, url: str, service, settings, tmp: Path) ->
         time.sleep(0.3)
     w.upload_files = [p for p in (settings.data_dir / "uploads").rglob("*") if p.is_file()]
     assert len(w.upload_files) == 2, w.upload_files  # keep_uploads: the originals stay while the docs do
+    r = client.post("/api/playbook", headers=A, json=PLAYBOOK_KIND)  # a clause kind of a's own
+    assert r.status_code == 201, r.text
     return w

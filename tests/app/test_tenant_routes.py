@@ -142,6 +142,30 @@ def b_batches_a_docs(w: World, method: str, path: str) -> None:
                        allow=tuple(w.doc_ids))
 
 
+def b_adds_a_kind_name(w: World, method: str, path: str) -> None:
+    """b adds a clause kind under a's kind's name: b's own; a's kind (and its description) unchanged."""
+    from tenant_world import PLAYBOOK_KIND
+
+    mine = {**PLAYBOOK_KIND, "description": "b's own covenant about gardening."}
+    r = w.client.post(path, headers=B, json=mine)
+    assert r.status_code == 201, r.text
+    w.assert_clean(r.text, f"POST {path}", allow=(PLAYBOOK_KIND["name"],))
+    a_kinds = w.client.get(path, headers=A).json()["kinds"]
+    assert [k["description"] for k in a_kinds] == [PLAYBOOK_KIND["description"]], a_kinds
+    assert w.client.delete(f"{path}/{PLAYBOOK_KIND['name']}", headers=B).status_code == 200  # b's own copy
+    assert len(w.client.get(path, headers=A).json()["kinds"]) == 1
+
+
+def b_removes_a_kind(w: World, method: str, path: str) -> None:
+    """b removes a's clause kind by name: 404, and a still has it."""
+    from tenant_world import PLAYBOOK_KIND
+
+    r = w.client.delete(fill(path, name=PLAYBOOK_KIND["name"]), headers=B)
+    assert r.status_code == 404, r.text
+    w.assert_clean(r.text, f"{method} {path}", allow=(PLAYBOOK_KIND["name"],))
+    assert [k["name"] for k in w.client.get("/api/playbook", headers=A).json()["kinds"]] == [PLAYBOOK_KIND["name"]]
+
+
 def b_uses_a_snapshot(w: World, method: str, path: str) -> None:
     """/v1 with ``snapshot`` = a's name (as a sees it) or a's store key: the same 404 as a name never seen."""
     body = {"max_tokens": 4, **({"messages": [{"role": "user", "content": "Go on."}]} if "chat" in path
@@ -194,6 +218,9 @@ RULES = {
     ("GET", "/api/batch"): b_lists,
     ("GET", "/api/batch/{job_id}"): b_gets_a_item,
     ("GET", "/api/batch/{job_id}/xlsx"): b_gets_a_item,
+    ("GET", "/api/playbook"): b_lists,
+    ("POST", "/api/playbook"): b_adds_a_kind_name,
+    ("DELETE", "/api/playbook/{name}"): b_removes_a_kind,
     ("GET", "/v1/models"): b_lists,
     ("POST", "/v1/chat/completions"): b_uses_a_snapshot,
     ("POST", "/v1/completions"): b_uses_a_snapshot,
