@@ -4,9 +4,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.lexicon-installed
 
-.PHONY: setup run test test-fast bench clean
+.PHONY: setup run test test-fast bench clean ocr-engine
 
-setup: $(STAMP)
+setup: $(STAMP) ocr-engine
+
+# OCR of scanned pages and image uploads (ingest/ocr.py) runs Debian's tesseract-ocr (with its English model);
+# installed here when missing. Without it, scanned pages get a clear per-file error and everything else works.
+ocr-engine:
+	@command -v tesseract >/dev/null 2>&1 || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q tesseract-ocr; } || \
+	  echo "WARNING: could not install tesseract-ocr (apt-get); scanned documents will not be read"
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

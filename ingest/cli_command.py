@@ -40,6 +40,7 @@ def ingest_command(settings, paths: list[Path], tenant: str, console: Console | 
             files_task = bar.add_task("files", total=len(files), info="")
             pages_task = bar.add_task("pages", total=None, info="")
             chunks_task = bar.add_task("chunks", total=None, info="")
+            ocr_task = bar.add_task("OCR pages", total=None, info="", visible=False)
             totals = {"pages": 0, "chunks": 0}
 
             def on_progress(e: ProgressEvent) -> None:
@@ -50,6 +51,8 @@ def ingest_command(settings, paths: list[Path], tenant: str, console: Console | 
                 elif e.stage == "parsed":
                     bar.update(pages_task, advance=e.pages, info=f"{e.filename}: {e.pages} pages parsed")
                     bar.update(chunks_task, total=e.chunks, completed=0, info=f"{e.filename}: embedding")
+                elif e.stage == "ocr_page":
+                    bar.update(ocr_task, advance=1, visible=True, info=f"{e.filename}: page {e.pages}")
                 elif e.stage == "embedded":
                     bar.update(chunks_task, completed=e.chunks_embedded)
                 elif e.stage == "file_done" and e.result is not None:

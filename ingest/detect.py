@@ -16,7 +16,9 @@ from ingest.errors import IngestError
 EXTENSION_KINDS = {
     ".pdf": "pdf", ".docx": "docx", ".xlsx": "xlsx", ".xlsm": "xlsx", ".csv": "csv",
     ".html": "html", ".htm": "html", ".txt": "text", ".md": "text", ".markdown": "text", ".text": "text",
+    ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image", ".tiff": "image",
 }
+IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")  # PNG, JPEG, TIFF (both byte orders)
 TEXT_KINDS = {"csv", "html", "text"}
 MAX_ZIP_RATIO = 200  # a real DOCX/XLSX part compresses ~2-20x; bombs compress 1000x+
 MAX_ZIP_ENTRIES = 20_000
@@ -30,9 +32,11 @@ class ZipLimits:
 
 
 def sniff_kind(head: bytes, path: Path) -> str:
-    """Kind from content: pdf | docx | xlsx | zip | html | text | binary | empty."""
+    """Kind from content: pdf | docx | xlsx | zip | image | html | text | binary | empty."""
     if not head:
         return "empty"
+    if head.startswith(IMAGE_MAGIC):
+        return "image"
     if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
@@ -74,10 +78,11 @@ def detect_kind(path: Path) -> str:
         raise IngestError("the file is empty (0 bytes)")
     claimed = EXTENSION_KINDS.get(ext)
     if claimed is None:
-        if real in {"pdf", "docx", "xlsx", "html"}:
+        if real in {"pdf", "docx", "xlsx", "html", "image"}:
             return real  # no or unknown extension, but the content is a format we read
         raise IngestError(
-            f"unsupported file type {ext or '(no extension)'}: expected PDF, DOCX, HTML, TXT/Markdown, XLSX or CSV"
+            f"unsupported file type {ext or '(no extension)'}: expected PDF, DOCX, HTML, TXT/Markdown, XLSX, CSV"
+            " or an image (PNG, JPEG, TIFF)"
         )
     if claimed in TEXT_KINDS:
         if real in ("text", "html"):
@@ -91,7 +96,7 @@ def detect_kind(path: Path) -> str:
 def describe(kind: str) -> str:
     return {
         "pdf": "a PDF", "docx": "a DOCX document", "xlsx": "an XLSX workbook", "zip": "a zip archive",
-        "html": "HTML", "text": "plain text", "binary": "binary data",
+        "html": "HTML", "text": "plain text", "binary": "binary data", "image": "an image (PNG, JPEG or TIFF)",
     }.get(kind, kind)
 
 

@@ -19,6 +19,7 @@ from ingest.chunker import ChunkConfig
 from ingest.detect import ZipLimits
 from ingest.embedder import Embedder, shared_embedder
 from ingest.models import Chunk, Document, DocumentVersion, TableEntry
+from ingest.ocr import OcrConfig
 from ingest.pipeline import DocumentPipeline, PipelineLimits
 from ingest.sql_guard import run_readonly
 from ingest.store import make_engine
@@ -46,6 +47,7 @@ class KnowledgeBase:
             max_file_bytes=settings.max_file_mb * 2**20,
             zip=ZipLimits(max_uncompressed_bytes=settings.max_uncompressed_mb * 2**20),
             chunk=ChunkConfig(settings.chunk_tokens, settings.chunk_overlap),
+            ocr=OcrConfig(cache_dir=settings.data_dir / "ocr"),  # scanned pages; cache per tenant (ingest/ocr.py)
         )
         self.pipeline = DocumentPipeline(self.engine, self.vectors, self.embedder, limits)
         self._write_lock = threading.RLock()
@@ -69,6 +71,7 @@ class KnowledgeBase:
             jobs.set_job_status(self.engine, job_id, "running")
             report(ProgressEvent("job_start", job_id, info.done, total))
             pending = jobs.pending_items(self.engine, job_id)
+            self.pipeline.on_ocr_page = lambda name, page: report(ProgressEvent("ocr_page", job_id, 0, total, name, page))
             try:
                 # the next files are parsed on a read-ahead thread while this one is embedded and stored
                 prepared = closing(self.pipeline.read_ahead([(Path(i.path), i.filename) for i in pending], tenant))

@@ -28,6 +28,7 @@ from ingest.chunker import ChunkConfig, TextChunk, chunk_pages
 from ingest.detect import ZipLimits, check_zip_bomb, detect_kind
 from ingest.embedder import Embedder
 from ingest.errors import IngestError
+from ingest.ocr import OcrConfig, tenant_cache
 from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, utcnow
 from ingest.parsers import ParsedDocument, parse_file_staged
 from ingest.tables import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
@@ -45,6 +46,7 @@ class PipelineLimits:
     max_file_bytes: int
     zip: ZipLimits
     chunk: ChunkConfig
+    ocr: OcrConfig = field(default_factory=OcrConfig)  # its cache_dir is the root; each tenant has a folder under it
 
 
 def document_id(tenant: str, filename: str) -> str:
@@ -76,21 +78,24 @@ def check_size(path: Path, limits: PipelineLimits) -> None:
         )
 
 
-def read_and_parse(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument]:
+def read_and_parse(path: Path, limits: PipelineLimits, ocr: OcrConfig | None = None) -> tuple[str, ParsedDocument]:
     """Checks the real type, guards zip containers, then parses. Raises IngestError."""
-    kind, parsed, rest = read_and_parse_staged(path, limits)
+    kind, parsed, rest = read_and_parse_staged(path, limits, ocr)
     if rest is not None:
         rest()
     return kind, parsed
 
 
-def read_and_parse_staged(path: Path, limits: PipelineLimits) -> tuple[str, ParsedDocument, Callable[[], None] | None]:
-    """``read_and_parse`` up to the page text (what chunking needs); the third item, when not None, finishes
-    the parse in place (the tables that need pdfplumber, see ``ingest.parsers.parse_file_staged``)."""
+def read_and_parse_staged(path: Path, limits: PipelineLimits, ocr: OcrConfig | None = None,
+                          on_ocr_page: Callable[[int], None] | None = None
+                          ) -> tuple[str, ParsedDocument, Callable[[], None] | None]:
+    """``read_and_parse`` up to the page text (what chunking needs, scanned pages OCR'd); the third item, when
+    not None, finishes the parse in place (the tables that need pdfplumber, see
+    ``ingest.parsers.parse_file_staged``). ``ocr``: default ``limits.ocr`` (the pipeline passes the tenant's)."""
     kind = detect_kind(path)
     if kind in ("docx", "xlsx"):
         check_zip_bomb(path, limits.zip)
-    parsed, rest = parse_file_staged(path, kind)
+    parsed, rest = parse_file_staged(path, kind, ocr or limits.ocr, on_ocr_page)
     _clean(parsed)
     if rest is None:
         return kind, parsed, None
@@ -142,6 +147,8 @@ class Prepared:
 class DocumentPipeline:
     def __init__(self, engine: sa.Engine, vectors: VectorStore, embedder: Embedder, limits: PipelineLimits):
         self.engine, self.vectors, self.embedder, self.limits = engine, vectors, embedder, limits
+        # (filename, page number) as each scanned page of a file is OCR'd, from the read-ahead thread
+        self.on_ocr_page: Callable[[str, int], None] | None = None
 
     def ingest(self, path: Path, tenant: str, filename: str,
                on_stage: Callable[[str, int, int, int], None] | None = None) -> DocumentResult:
@@ -167,7 +174,10 @@ class DocumentPipeline:
                 prep.result = DocumentResult(filename, "unchanged", doc_id, None, path=str(path))
                 return prep
             prep.size = prep.path.stat().st_size
-            prep.kind, prep.parsed, prep.rest = read_and_parse_staged(prep.path, self.limits)
+            hook = self.on_ocr_page
+            prep.kind, prep.parsed, prep.rest = read_and_parse_staged(
+                prep.path, self.limits, tenant_cache(self.limits.ocr, tenant),
+                (lambda n: hook(filename, n)) if hook else None)
             self._chunk(prep)
         except IngestError as exc:
             prep.result = DocumentResult(filename, "failed", doc_id, str(exc), path=str(path))

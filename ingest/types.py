@@ -166,7 +166,9 @@ class JobInfo:
 
 @dataclass
 class ProgressEvent:
-    """Reported while a job runs. stage: job_start | file_start | parsed | embedded | file_done | job_done."""
+    """Reported while a job runs. stage: job_start | file_start | parsed | embedded | file_done | job_done, and
+    ocr_page (one scanned page of ``filename`` read by OCR, ``pages`` its number; from the read-ahead thread,
+    so it may come before that file's file_start)."""
     stage: str
     job_id: str
     file_index: int  # 0-based position of the file in the job

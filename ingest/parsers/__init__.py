@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ingest.ocr import OcrConfig
 
 Cell = str | float | int | None
 
@@ -37,6 +40,8 @@ class ParsedDocument:
     pages: list[Page]
     tables: list[RawTable] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    ocr_pages: int = 0  # pages whose text came from OCR
+    ocr_error: str = ""  # why scanned pages could not be read (no OCR engine), when they could not
 
 
 class PageBuilder:
@@ -95,18 +100,29 @@ def get_parser(kind: str) -> Callable[..., ParsedDocument]:
     if kind == "csv":
         from ingest.parsers.sheet import parse_csv
         return parse_csv
+    if kind == "image":
+        from ingest.parsers.image import parse_image
+        return parse_image
     raise ValueError(f"no parser for {kind}")
 
 
-def parse_file(path: Path, kind: str) -> ParsedDocument:
+OcrProgress = Callable[[int], None]  # called with a page number as each OCR'd page is done
+
+
+def parse_file(path: Path, kind: str, ocr: OcrConfig | None = None, on_ocr_page: OcrProgress | None = None
+               ) -> ParsedDocument:
+    if kind in ("pdf", "image"):  # the formats that may need OCR (``ocr``: engine, cache, workers)
+        return get_parser(kind)(path, ocr=ocr, on_ocr_page=on_ocr_page)
     return get_parser(kind)(path)
 
 
-def parse_file_staged(path: Path, kind: str) -> tuple[ParsedDocument, Callable[[], None] | None]:
+def parse_file_staged(path: Path, kind: str, ocr: OcrConfig | None = None, on_ocr_page: OcrProgress | None = None
+                      ) -> tuple[ParsedDocument, Callable[[], None] | None]:
     """The document with its text (and the tables found cheaply), plus what is left to do, if anything: a
     function that adds the remaining tables in place (PDF: pdfplumber's ruled-table search) and may replace a
-    page's text (a sideways page read upright). The pipeline chunks and embeds while it runs."""
+    page's text (a sideways page read upright). The pipeline chunks and embeds while it runs. Scanned pages
+    are OCR'd in the first step (chunking needs their text)."""
     if kind == "pdf":
         from ingest.parsers.pdf import parse_pdf_text
-        return parse_pdf_text(path)
-    return parse_file(path, kind), None
+        return parse_pdf_text(path, ocr=ocr, on_ocr_page=on_ocr_page)
+    return parse_file(path, kind, ocr, on_ocr_page), None

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 from ingest.errors import IngestError
+from ingest.ocr import OcrConfig
 from ingest.parsers import Page, ParsedDocument, RawTable
+from ingest.parsers.pdf_ocr import needs_ocr, ocr_pdf_pages
 from ingest.table_pdfium import count_paths, pdfium_chars
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
@@ -149,9 +151,11 @@ def _plumber_page_text(page, number: int) -> Page:
     return Page(number, text, headings)
 
 
-def pdf_page_texts(path: Path, tables: bool = True) -> tuple[list[Page], list[str], list[RawTable]] | None:
-    """(pages, per page "" | "ruled" | "aligned", the tables found by alignment alone) from pypdfium2, or None
-    when it cannot read the file. "ruled" pages are left to pdfplumber."""
+def pdf_page_texts(path: Path, tables: bool = True, ocr: OcrConfig | None = None
+                   ) -> tuple[list[Page], list[str], list[RawTable]] | None:
+    """(pages, per page "" | "ruled" | "aligned" | "ocr", the tables found by alignment alone) from pypdfium2,
+    or None when it cannot read the file. "ruled" pages are left to pdfplumber; "ocr" pages (a thin text layer
+    over a scanned image, see ``ingest.parsers.pdf_ocr``) to OCR, when ``ocr`` is given."""
     try:
         import pypdfium2 as pdfium
 
@@ -170,6 +174,8 @@ def pdf_page_texts(path: Path, tables: bool = True) -> tuple[list[Page], list[st
                 width, height = float(page.get_width()), float(page.get_height())
                 if page.get_rotation() != 0 and mode:
                     mode = "ruled"  # a /Rotate page: pdfplumber's coordinates
+                if ocr is not None and needs_ocr(page, p.text, ocr):
+                    mode = "ocr"
             finally:
                 page.close()
             if mode == "aligned" and tables and len(chars) <= MAX_TABLE_CHARS:
@@ -189,24 +195,32 @@ def pdf_page_texts(path: Path, tables: bool = True) -> tuple[list[Page], list[st
     return pages, modes, found
 
 
-def parse_pdf(path: Path, tables: bool = True) -> ParsedDocument:
-    parsed, finish = parse_pdf_text(path, tables)
+def parse_pdf(path: Path, tables: bool = True, ocr: OcrConfig | None = None,
+              on_ocr_page: Callable[[int], None] | None = None) -> ParsedDocument:
+    parsed, finish = parse_pdf_text(path, tables, ocr, on_ocr_page)
     if finish is not None:
         finish()
     return parsed
 
 
-def parse_pdf_text(path: Path, tables: bool = True) -> tuple[ParsedDocument, Callable[[], None] | None]:
+def parse_pdf_text(path: Path, tables: bool = True, ocr: OcrConfig | None = None,
+                   on_ocr_page: Callable[[int], None] | None = None
+                   ) -> tuple[ParsedDocument, Callable[[], None] | None]:
     """The pages' text (pypdfium2) and the tables found from its characters, at once; and a function that
     searches the ruled pages with pdfplumber (the slow part) and adds their tables to the document, replacing
     a sideways page's text by its upright reading. Chunking and embedding can start before it runs; a text
-    it changes shows as a different ``ParsedDocument.pages`` entry. None when nothing is left to do."""
+    it changes shows as a different ``ParsedDocument.pages`` entry. None when nothing is left to do.
+    Scanned pages are OCR'd here, in the first step (``ocr``: None = the default ``OcrConfig``, no cache)."""
     check_pdf_readable(path)
-    fast = pdf_page_texts(path, tables)
+    ocr = ocr or OcrConfig()
+    fast = pdf_page_texts(path, tables, ocr)
     if fast is None:  # pypdfium2 cannot read it: pdfplumber does text and tables in one go
         return _parse_with_pdfplumber(path, tables), None
     pages, modes, found = fast
     parsed = ParsedDocument("pdf", pages, list(found), [])
+    scanned = [i + 1 for i, m in enumerate(modes) if m == "ocr"]
+    if scanned:
+        ocr_pdf_pages(path, parsed, scanned, ocr, on_ocr_page, tables)
     ruled = [i + 1 for i, m in enumerate(modes) if m == "ruled"] if tables else []
     _check_text(parsed)
     return parsed, (lambda: _ruled_tables(path, parsed, ruled)) if ruled else None
@@ -214,8 +228,13 @@ def parse_pdf_text(path: Path, tables: bool = True) -> tuple[ParsedDocument, Cal
 
 def _check_text(parsed: ParsedDocument) -> None:
     parsed.tables.sort(key=lambda t: (t.page, t.bbox[1] if t.bbox else 0))
-    if not any(p.text for p in parsed.pages):
-        raise IngestError("the PDF has no extractable text (a scanned image? OCR is not supported)")
+    if not any(p.text.strip() for p in parsed.pages):
+        if parsed.ocr_error:
+            raise IngestError(f"the PDF has no text layer and its scanned pages could not be read: {parsed.ocr_error}")
+        if parsed.ocr_pages:
+            raise IngestError(f"the PDF has no text layer and OCR found no text on its {parsed.ocr_pages} scanned"
+                              " page(s)")
+        raise IngestError("the PDF has no extractable text and no scanned page images to read")
 
 
 def _parse_with_pdfplumber(path: Path, tables: bool) -> ParsedDocument:
