@@ -18,8 +18,8 @@ from ingest import jobs
 from ingest.chunker import ChunkConfig
 from ingest.detect import ZipLimits
 from ingest.embedder import Embedder, shared_embedder
-from ingest.models import Chunk, Document, DocumentVersion, TableEntry
 from ingest.ocr import OcrConfig
+from ingest.models import Chunk, Document, DocumentFactsRow, DocumentVersion, TableEntry
 from ingest.pipeline import DocumentPipeline, PipelineLimits
 from ingest.sql_guard import run_readonly
 from ingest.store import make_engine
@@ -138,6 +138,7 @@ class KnowledgeBase:
                     s.delete(entry)
                 s.exec(delete(Chunk).where(Chunk.doc_id == doc_id))
                 s.exec(delete(DocumentVersion).where(DocumentVersion.doc_id == doc_id))
+                s.exec(delete(DocumentFactsRow).where(DocumentFactsRow.doc_id == doc_id))
                 s.delete(doc)
                 s.commit()
             # after the commit: points without SQL rows are never returned, so a crash here is harmless

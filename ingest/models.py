@@ -80,6 +80,20 @@ class TableEntry(SQLModel, table=True):
     meta_json: Optional[str] = None  # section, statement, scale, currency, bbox, rows (ingest.table_catalogue)
 
 
+class DocumentFactsRow(SQLModel, table=True):
+    """What a document is, read once per version (``ingest.facts``): profile, filing, fiscal calendar, column
+    periods, section tree as JSON; ``words``: the words of its whole text, space-delimited with a space at each
+    end (``LIKE '% word %'`` finds the documents naming a word)."""
+    __tablename__ = "lx_document_facts"
+    doc_id: str = Field(primary_key=True, max_length=40)
+    tenant: str = Field(index=True, max_length=128)
+    version: int
+    content_hash: str = Field(default="", max_length=64)
+    facts_version: str = Field(default="", max_length=16)  # ingest.facts.FACTS_VERSION it was computed by
+    facts_json: str
+    words: str = ""
+
+
 class Job(SQLModel, table=True):
     __tablename__ = "lx_jobs"
     id: str = Field(primary_key=True, max_length=40)

@@ -8,7 +8,7 @@ from ingest import models
 
 MODEL_TABLES = [m.__table__ for m in (
     models.Tenant, models.Document, models.DocumentVersion, models.Chunk, models.TableEntry, models.Job,
-    models.JobItem,
+    models.JobItem, models.DocumentFactsRow,
 )]
 
 

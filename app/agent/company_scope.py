@@ -1,9 +1,9 @@
 """Companies a question names ("What is 3M's FY2018 capex?", "... inventories for Best Buy?", "... of JnJ")
 and which documents are about them.
 
-A mention is matched against each document's profile (file name + opening pages, ``scope.PROFILES``): the
-cover page of a filing names its company. A question that names a company no document in scope is about is
-answered "not in the documents" (``graph.route``); it is never answered from another company's table or text.
+A mention is matched against each document's profile (file name + opening pages, read at ingest and stored
+with the document: ``ingest.facts``, ``kbt.facts()``): the cover page of a filing names its company. A question that names a company no document in scope is about is
+answered "not in the documents" (``scope.Scope.not_in_documents``); it is never answered from another company's table or text.
 
 Mentions are read conservatively, because a false "not in the documents" hides a real answer:
 - a capitalised possessive ("Adobe's", "Best Buy's", "AMCOR's"), not a generic one ("the Company's",
@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from app.agent.filing_scope import narrow
-from app.agent.scope import PROFILES, DocCache, opening_passages
+from app.agent.filing_scope import ask_of, narrow
+from ingest.facts.profile import name_words
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
 POSSESSIVE = re.compile(rf"(?<![\w'’])((?:{NAME}\s+){{0,3}}{NAME})['’]s?(?=\s|$|[,;:?.)])")
@@ -48,7 +48,7 @@ DIGITS = re.compile(r"\d")
 
 
 def _tokens(name: str) -> list[str]:
-    return [t for t in (w.lower().strip(".'’-") for w in re.findall(r"[A-Za-z0-9][\w.&'’-]*", name)) if t]
+    return name_words(name)
 
 
 def _is_term(tok: str) -> bool:
@@ -114,29 +114,6 @@ def without_companies(question: str, names: list[str]) -> str:
     return " ".join(out.split())
 
 
-def _initial_pairs(text: str) -> set[str]:
-    """"Johnson & Johnson" -> {"j&j", "jnj"}: the usual short forms of two-name companies."""
-    out = set()
-    for m in re.finditer(r"\b([A-Za-z])[A-Za-z]+\s+(?:&|and)\s+([A-Za-z])[A-Za-z]+", text):
-        a, b = m.group(1).lower(), m.group(2).lower()
-        out |= {f"{a}&{b}", f"{a}n{b}", f"{a}and{b}"}
-    return out
-
-
-def _full_text_words(kb, tenant: str, doc) -> set[str]:
-    """The words of the whole ingested text (is a name anywhere in the document?)."""
-    text = " ".join(p.text for p in kb.document_passages(tenant, doc.id))
-    return {t for t in _tokens(text)} | _initial_pairs(text)
-
-
-def _opening_pairs(kb, tenant: str, doc) -> set[str]:
-    return _initial_pairs(" ".join([doc.filename.replace("_", " ")] + opening_passages(kb, tenant, doc)))
-
-
-FULL_TEXT = DocCache(_full_text_words, limit=500)
-OPENING_PAIRS = DocCache(_opening_pairs, limit=2000)
-
-
 @dataclass
 class CompanyScope:
     mentions: list[Mention] = field(default_factory=list)
@@ -150,32 +127,16 @@ class CompanyScope:
         return bool(self.missing) and not self.doc_ids
 
 
-def _profile(kb, tenant: str, doc) -> set[str]:
-    toks = set(PROFILES.get(kb, tenant, doc))
-    stem = re.sub(r"\.[A-Za-z0-9]+$", "", doc.filename or "")
-    parts = {p for t in toks if "." in t for p in t.split(".") if p}  # "amazon.com" names Amazon
-    return toks | parts | OPENING_PAIRS.get(kb, tenant, doc) | {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
+def _profile(f) -> set[str]:
+    """The words that name a document (``ingest.facts.DocumentFacts``): its profile, the parts of a dotted name
+    ("amazon.com" names Amazon), the initial pairs of its opening ("j&j") and its file name's words."""
+    parts = {p for t in f.profile if "." in t for p in t.split(".") if p}
+    return f.profile | parts | f.pairs | _file_words(f.filename)
 
 
 def _file_words(filename: str) -> set[str]:
     stem = re.sub(r"\.[A-Za-z0-9]+$", "", filename or "")
     return {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
-
-
-def _table_words(kb, tenant: str, doc_ids: set[str]) -> set[str]:
-    """Words of the row labels and column headers of the documents' tables."""
-    out: set[str] = set()
-    try:
-        tables = kb.list_tables(tenant)
-    except Exception:
-        return out
-    for t in tables:
-        if t.doc_id not in doc_ids:
-            continue
-        texts = [c.label or c.name for c in t.columns]  # not the title: it often names the company
-        texts += [f"{r.label} {r.parent}" for r in (getattr(t, "rows", None) or [])]
-        out |= set(_tokens(" ".join(texts)))
-    return out
 
 
 def _named_by(m: Mention, words: set[str]) -> bool:
@@ -188,17 +149,27 @@ def _named_by(m: Mention, words: set[str]) -> bool:
 
 
 def company_scope(kb, tenant: str, question: str, doc_ids: Optional[list[str]] = None) -> CompanyScope:
+    """``company_scope_of`` for ``kb.for_tenant(tenant)`` (callers that hold a knowledge base and a tenant)."""
+    if kb is None:
+        return CompanyScope(mentions(question))
+    return company_scope_of(kb.for_tenant(tenant), question, doc_ids)
+
+
+def company_scope_of(kbt, question: str, doc_ids: Optional[list[str]] = None,
+                     facts: Optional[dict] = None) -> CompanyScope:
+    """The companies ``question`` names and the documents of tenant-bound ``kbt`` about them (``facts``: the
+    stored document facts in scope, ``kbt.facts(doc_ids)``, when the caller has read them)."""
     found = mentions(question)
-    if not found or kb is None:
+    if not found or kbt is None:
         return CompanyScope(found)
-    docs = [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]
-    if not docs:
+    facts = facts if facts is not None else kbt.facts(doc_ids)
+    if not facts:
         return CompanyScope(found)
-    profiles = {d.id: _profile(kb, tenant, d) for d in docs}
-    items = _table_words(kb, tenant, {d.id for d in docs})
+    profiles = {d: _profile(f) for d, f in facts.items()}
+    items: set[str] = set().union(*(f.table_words for f in facts.values()))
     # "revenue of Software": a name the tables of the documents carry is a line item, not a company, unless
     # a file is named after it ("inventories for Best Buy" with BESTBUY_2019_10K.pdf)
-    files = {d.id: _file_words(d.filename) for d in docs}
+    files = {d: _file_words(f.filename) for d, f in facts.items()}
     found = [m for m in found if m.possessive or not _named_by(m, items)
              or any(_named_by(m, w) for w in files.values())]
     matched: list[str] = []
@@ -210,17 +181,23 @@ def company_scope(kb, tenant: str, question: str, doc_ids: Optional[list[str]] =
             matched += [d for d in ids if d not in matched]
             names.append(m.text)
             continue
-        if m.possessive or not any(_named_by(m, FULL_TEXT.get(kb, tenant, d)) for d in docs):
+        if m.possessive or not _in_any_text(kbt, m, list(facts)):
             missing.append(m.text)
     filing = ""
     if matched:  # the company's filing for the period or form the question names (filing_scope)
-        by_id = {d.id: d for d in docs}
-        kept, filing = narrow(kb, tenant, question, [by_id[d] for d in matched])
+        kept, filing = narrow(ask_of(question), {d: facts[d].filing for d in matched})
         if filing:
-            return CompanyScope(found, [d.id for d in kept], missing, names, filing)
-    if matched and len(matched) == len(docs) and not missing:  # every document is about it: nothing narrowed
+            return CompanyScope(found, kept, missing, names, filing)
+    if matched and len(matched) == len(facts) and not missing:  # every document is about it: nothing narrowed
         return CompanyScope(found, None, [], names)
     return CompanyScope(found, matched or None, missing, names)
+
+
+def _in_any_text(kbt, m: Mention, doc_ids: list[str]) -> bool:
+    """Is the name anywhere in the text of one of the documents (a segment or product: "Software")?"""
+    joined = "".join(m.tokens)
+    hits = kbt.docs_with_words(list(m.tokens) + ([joined] if len(m.tokens) > 1 else []), doc_ids)
+    return any(_named_by(m, {w for w, ds in hits.items() if d in ds}) for d in doc_ids)
 
 
 def not_in_documents_text(cs: CompanyScope) -> str:

@@ -5,18 +5,25 @@ law?" names its document (title, parties, dates, document type) and then asks fo
 the names pulls every hit to the title page, so the two parts are split: the naming part is matched against
 each document's profile (file name, title and first pages), rare shared words weighing most (IDF over the
 tenant's documents); the asking part, with the names removed, is what the clause search looks for.
+
+``documents_for(kbt, question, doc_ids)`` is the one place that decides the documents in scope: it reads the
+document facts stored at ingest (``kbt.facts``: profiles, filings) once and asks ``company_scope`` (companies
+named) and ``filing_scope`` (the period or form named); neither of those imports this module.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
-import threading
 from collections import Counter
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
 
-PROFILE_CHARS = 2500  # the opening of a document: title, preamble, parties, date
-WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+from app.agent.company_scope import (CompanyScope, _is_term, company_scope_of, mentions, not_in_documents_text,
+                                     without_companies)
+from app.agent.filing_scope import STRONG, FilingAsk, ask_of, narrow
+from ingest.facts.profile import STOP, WORD, words  # noqa: F401 (the profile's tokenizer, shared with ingest)
+
+log = logging.getLogger(__name__)
 LEAD = re.compile(r"^\s*(?:consider|regarding|concerning|re|in|under|for|about|with respect to|according to|"
                   r"looking at|reading|per|as to)\b", re.I)
 NAMING_CUE = re.compile(r"\b(agreement|contract|between|dated|amendment|lease|license|licence|nda|plan|policy|"
@@ -31,10 +38,6 @@ ENTITY_WORD = re.compile(r"\b(?:Inc|LLC|L\.L\.C|Ltd|Limited|Corp|Corporation|Com
                          r"B\.V|N\.V|Bank|Trust|Partners)\b\.?")
 DOC_PHRASE = re.compile(r"\bthe\s+((?:[A-Z0-9][\w&'.-]*\s+){0,8}(?:Agreement|Contract|Lease|License|Licence|NDA|"
                         r"Amendment|Plan|Note|Indenture|Memorandum))\b")
-STOP = set("""a an and are as at be by can could did do does for from has have how i if in into is it its may of on
-or our shall should so such than that the their them then there these they this those to was we were what when
-where which who whom whose why will with would you your about any all each per between during please tell me give
-show list many over here also consider regarding concerning under according respect""".split())
 # words that say what is asked rather than which document: never taken for names
 ASKING = set("""governing law laws govern governs governed term terms renewal renew expire expiration date dated
 termination terminate convenience cause assignment assign consent change control liability cap limit limitation
@@ -43,57 +46,24 @@ notice payment fees price warranty indemnification confidentiality confidential 
 section agreement contract document""".split())
 
 
-def words(text: str) -> list[str]:
-    return [w.lower().strip(".'") for w in WORD.findall(text)]
-
-
 @dataclass
 class Scope:
     doc_ids: list[str] | None  # None: every document of the tenant
     query: str  # the question with the naming part taken out (the question itself when nothing was taken)
     naming: str  # the part that named the document(s), "" if none
     scores: dict[str, float]
+    company: CompanyScope = field(default_factory=CompanyScope)  # the companies named, their documents
+    asked: FilingAsk = field(default_factory=FilingAsk)  # the forms, fiscal years, quarters and dates named
+    filing: str = ""  # why doc_ids were narrowed to the filing the question names, "" if not
 
+    @property
+    def out_of_scope(self) -> bool:
+        """A company is named that no document in scope is about: nothing is answered from the others."""
+        return self.company.out_of_scope
 
-class DocCache:
-    """A per-document value computed once, keyed by (tenant, doc_id, version, content hash): a new version of
-    the document is a new key. ``limit``: entries kept before the cache is emptied (None: no bound)."""
-
-    def __init__(self, compute: Callable, limit: Optional[int] = None):
-        self._compute, self._limit = compute, limit
-        self._lock = threading.Lock()
-        self._values: dict[tuple, object] = {}
-
-    def get(self, kb, tenant: str, doc):
-        key = (tenant, doc.id, doc.version, doc.content_hash)
-        with self._lock:
-            if key in self._values:
-                return self._values[key]
-        value = self._compute(kb, tenant, doc)
-        with self._lock:
-            if self._limit is not None and len(self._values) > self._limit:
-                self._values.clear()
-            self._values[key] = value
-        return value
-
-
-def opening_passages(kb, tenant: str, doc) -> list[str]:
-    """The document's first passages, up to PROFILE_CHARS characters: title, preamble, parties, date."""
-    out, n = [], 0
-    for p in kb.document_passages(tenant, doc.id):
-        out.append(p.text)
-        n += len(p.text)
-        if n >= PROFILE_CHARS:
-            break
-    return out
-
-
-def _profile_tokens(kb, tenant: str, doc) -> set[str]:
-    text = [re.sub(r"[_\-.]+", " ", doc.filename)] + opening_passages(kb, tenant, doc)
-    return {w for w in words(" ".join(text)) if w not in STOP}
-
-
-PROFILES = DocCache(_profile_tokens)  # per-document profile token sets
+    @property
+    def not_in_documents(self) -> str:
+        return not_in_documents_text(self.company) if self.company.out_of_scope else ""
 
 
 def split_naming(question: str) -> tuple[str, str]:
@@ -135,38 +105,43 @@ def name_tokens(text: str, naming_part: bool) -> list[str]:
 
 
 def resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -> Scope:
-    """The documents the question is about; a company it names (``company_scope``) bounds the choice, and the
-    period or form it names (``filing_scope``) picks among that company's filings. The query keeps the
-    question's periods and topics; only the names of the chosen documents (file-name words, the company
-    named) are taken out."""
-    from app.agent.company_scope import company_scope, mentions, without_companies
+    """``documents_for`` for ``kb.for_tenant(tenant)`` (callers that hold a knowledge base and a tenant)."""
+    return documents_for(kb.for_tenant(tenant), question, doc_ids)
 
-    scope = _resolve(kb, tenant, question, doc_ids)
+
+def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope:
+    """The documents of tenant-bound ``kbt`` (among ``doc_ids``) the question is about, from their stored facts
+    (one read): the documents it names (profile), the company it names (``company_scope``) bounding the choice,
+    and the period or form it names (``filing_scope``) picking among that company's filings. The query keeps
+    the question's periods and topics; only the names of the chosen documents (file-name words, the company
+    named) are taken out."""
+    facts = kbt.facts(doc_ids)
+    asked = ask_of(question)
+    scope = _resolve(facts, question, doc_ids)
+    scope.asked = asked
     try:
-        cs = company_scope(kb, tenant, question, doc_ids)
+        cs = company_scope_of(kbt, question, doc_ids, facts)
     except Exception:  # never blocks a question: the name-profile scope stands
+        log.exception("company scope failed")
         return scope
     query = scope.query
     if cs.matched and cs.doc_ids:  # the company named, if the files are named after it (not a topic: "Kenvue")
         files: set[str] = set()
-        for d in _docs(kb, tenant, cs.doc_ids):
-            files |= _file_words(d.filename)
+        for d in cs.doc_ids:
+            files |= _file_words(facts[d].filename)
         own = [m.text for m in mentions(question) if m.text in cs.matched and _named_in(m.tokens, files)]
         stripped = without_companies(query, own) if own else query
         query = stripped if len(words(stripped)) >= 2 else query
-    chosen = scope.doc_ids
-    named = None if chosen else _named_by_file_names(kb, tenant, question, doc_ids)
+    chosen, filing = scope.doc_ids, cs.filing
+    named = None if chosen else _named_by_file_names(facts, question)
     if not cs.filing:
-        narrowed = _filing(kb, tenant, question, chosen or named, doc_ids)
+        narrowed, why = _filing(facts, asked, chosen or named)
         if chosen or narrowed != named:  # a name in the file names alone narrows nothing: the filing does
-            chosen = narrowed
+            chosen, filing = narrowed, why
     if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
         chosen = list(cs.doc_ids)
-    return Scope(chosen, _strip_file_names(kb, tenant, query, chosen or named), scope.naming, scope.scores)
-
-
-def _docs(kb, tenant: str, doc_ids: list[str] | None) -> list:
-    return [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]
+    return Scope(chosen, _strip_file_names(facts, query, chosen or named), scope.naming, scope.scores, cs, asked,
+                 filing)
 
 
 def _file_words(filename: str) -> set[str]:
@@ -192,14 +167,13 @@ def _named_in(toks: list[str], files: set[str]) -> bool:
     return "".join(toks) in files or all(t in files for t in toks)
 
 
-def _named_by_file_names(kb, tenant: str, question: str, doc_ids: list[str] | None) -> list[str] | None:
+def _named_by_file_names(facts: dict, question: str) -> list[str] | None:
     """The documents whose file names carry a capitalised name of the question ("Northwind" for
     northwind-q2.pdf, "Best Buy" for BESTBUY_2023_10K.pdf), None if none does."""
-    docs = _docs(kb, tenant, doc_ids)
-    if len(docs) < 2:
+    if len(facts) < 2:
         return None
     names = [toks for _a, _b, toks in _names(question)]
-    hit = [d.id for d in docs if any(_named_in(toks, _file_words(d.filename)) for toks in names)]
+    hit = [d for d, f in facts.items() if any(_named_in(toks, _file_words(f.filename)) for toks in names)]
     return hit or None
 
 
@@ -207,14 +181,15 @@ ASKING_HEAD = {"what", "which", "was", "were", "is", "are", "how", "did", "does"
 FILE_NAME = re.compile(r"\b[A-Z][\w&.'’-]*(?:\s+[A-Z][\w&.'’-]*){0,3}")
 
 
-def _strip_file_names(kb, tenant: str, query: str, chosen: list[str] | None) -> str:
+def _strip_file_names(facts: dict, query: str, chosen: list[str] | None) -> str:
     """The query without capitalised names the chosen documents' file names carry ("Best Buy's" for
     BESTBUY_2023_10K.pdf): a name picks the document, it is no term a passage must contain."""
     if not chosen:
         return query
     files: set[str] = set()
-    for d in _docs(kb, tenant, chosen):
-        files |= _file_words(d.filename)
+    for d in chosen:
+        if d in facts:
+            files |= _file_words(facts[d].filename)
     out = query
     for start, end, toks in reversed(list(_names(query))):
         if _named_in(toks, files):
@@ -223,33 +198,28 @@ def _strip_file_names(kb, tenant: str, query: str, chosen: list[str] | None) -> 
     return out if len(words(out)) >= 2 else query
 
 
-def _filing(kb, tenant: str, question: str, chosen: list[str] | None, doc_ids: list[str] | None):
+def _filing(facts: dict, asked: FilingAsk, chosen: list[str] | None) -> tuple[list[str] | None, str]:
     """Among several chosen documents, the filings for the period or form the question names; with none
     chosen (no name matched), only a filing the question names by its quarter or date ("Q2 of FY2024", "the
-    8-K dated July 1, 2022"), since a year alone is shared by many companies' filings."""
-    from app.agent.filing_scope import STRONG, narrow
-
+    8-K dated July 1, 2022"), since a year alone is shared by many companies' filings. (documents, why)."""
     if chosen is not None and len(chosen) < 2:
-        return chosen
-    want = set(chosen or doc_ids or [])
-    docs = [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not want or d.id in want)]
-    try:
-        kept, why = narrow(kb, tenant, question, docs, min_best=0.0 if chosen else STRONG)
-    except Exception:
-        return chosen
-    return [d.id for d in kept] if why else chosen
+        return chosen, ""
+    want = set(chosen or [])
+    kept, why = narrow(asked, {d: f.filing for d, f in facts.items() if not want or d in want},
+                       min_best=0.0 if chosen else STRONG)
+    return (kept, why) if why else (chosen, "")
 
 
-def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -> Scope:
+def _resolve(facts: dict, question: str, doc_ids: list[str] | None = None) -> Scope:
+    """The documents the question names by their profiles (rare shared words weighing most)."""
     naming, asking = split_naming(question)
     tokens = set(name_tokens(naming, True)) | {t for t in name_tokens(asking, False) if not _period_or_term(t)}
-    docs = [d for d in kb.list_documents(tenant) if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]
     query = asking if naming else question
-    if len(docs) <= 1 or not tokens:
+    if len(facts) <= 1 or not tokens:
         return Scope(list(doc_ids) if doc_ids else None, _strip_names(query, set()), naming, {})
-    profiles = {d.id: PROFILES.get(kb, tenant, d) for d in docs}
+    profiles = {d: f.profile for d, f in facts.items()}
     df = Counter(t for p in profiles.values() for t in tokens & p)
-    n = len(docs)
+    n = len(facts)
     weight = {t: math.log((n + 1) / (df[t] + 0.5)) for t in tokens if df[t]}
     scores = {d: sum(weight.get(t, 0.0) for t in tokens & p) for d, p in profiles.items()}
     best = max(scores.values())
@@ -260,9 +230,8 @@ def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -
     # taken out of the query: the naming part's words, and words of the chosen documents' file names; not a
     # topic their opening pages happen to mention ("Kenvue", "Adjusted", "GAAP")
     files = set()
-    for d in docs:
-        if d.id in chosen:
-            files |= set(words(re.sub(r"[_\-.]+", " ", d.filename)))
+    for d in chosen:
+        files |= set(words(re.sub(r"[_\-.]+", " ", facts[d].filename)))
     named = set(name_tokens(naming, True))
     names = {t for t in tokens if any(t in profiles[d] for d in chosen) and t not in ASKING
              and (t in named or t in files) and not _period_or_term(t)}
@@ -271,8 +240,6 @@ def _resolve(kb, tenant: str, question: str, doc_ids: list[str] | None = None) -
 
 def _period_or_term(token: str) -> bool:
     """A period ("2023", "fy2024", "q2") or a financial term ("cash", "revenue"): it names no document."""
-    from app.agent.company_scope import _is_term
-
     return _is_term(token)
 
 

@@ -32,7 +32,7 @@ def test_the_question_names_quarters_years_forms_and_dates():
 
 
 def test_file_names_in_the_usual_form_state_the_filing():
-    from app.agent.filing_scope import from_filename
+    from ingest.facts.filing import from_filename
 
     f = from_filename("BESTBUY_2024Q2_10Q.pdf")
     assert (f.form, f.fiscal_year, f.quarter, f.annual) == ("10-Q", 2024, 2, False)
@@ -117,11 +117,9 @@ def env(tmp_path_factory):
 
 
 def test_the_cover_page_says_which_filing_it_is(env):
-    from app.agent.filing_scope import FILINGS
-
     kb, _deps, ids = env
-    docs = {d.filename: d for d in kb.list_documents(TENANT)}
-    a, b, c = (FILINGS.get(kb, TENANT, docs[n]) for n in ("northwind-a.pdf", "northwind-b.pdf", "northwind-c.pdf"))
+    kbt = kb.for_tenant(TENANT)
+    a, b, c = (kbt.document_facts(ids[n]).filing for n in ("northwind-a.pdf", "northwind-b.pdf", "northwind-c.pdf"))
     assert (a.form, a.fiscal_year, a.annual, a.period_end) == ("10-K", 2023, True, date(2023, 1, 28))
     # a quarter ended July 29, 2023 with "six months ended": Q2 of the fiscal year ending early 2024
     assert (b.form, b.fiscal_year, b.quarter, b.annual) == ("10-Q", 2024, 2, False)
@@ -227,7 +225,7 @@ def test_real_filing_covers_are_read_without_their_file_names():
     """The cover pages of real 10-Q, 10-K and 8-K filings (pdfplumber text of the first pages)."""
     import pdfplumber
 
-    from app.agent.filing_scope import from_text
+    from ingest.facts.filing import from_text
 
     want = {"AMCOR_2023Q2_10Q.pdf": ("10-Q", 2023, 2), "BESTBUY_2024Q2_10Q.pdf": ("10-Q", 2024, 2),
             "Pfizer_2023Q2_10Q.pdf": ("10-Q", 2023, 2), "BESTBUY_2019_10K.pdf": ("10-K", 2019, None),
