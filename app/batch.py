@@ -26,7 +26,8 @@ OUT_SUFFIXES = (".jsonl", ".xlsx")
 
 
 def load_questions(path: Path) -> list[dict]:
-    """A YAML list of strings or of ``{id, question, mode?}``, or ``{questions: [...]}``."""
+    """A YAML list of strings or of ``{id, question, mode?, kind?}``, or ``{questions: [...]}``; an entry that
+    names a clause ``kind`` may leave out its question (``app.agent.clauses.checklist``)."""
     data = yaml.safe_load(Path(path).read_text())
     if isinstance(data, dict):
         data = data.get("questions")
@@ -36,6 +37,9 @@ def load_questions(path: Path) -> list[dict]:
     for i, item in enumerate(data, 1):
         if isinstance(item, str):
             item = {"id": f"q{i}", "question": item}
+        if isinstance(item, dict) and item.get("kind") and not item.get("question"):
+            from app.agent.clauses.checklist import kind_question
+            item = {**item, "question": kind_question(str(item["kind"]))}
         if not isinstance(item, dict) or not str(item.get("question") or "").strip():
             raise ValueError(f"{path}: question #{i} has no 'question' text")
         qid = str(item.get("id") or f"q{i}")
@@ -46,7 +50,8 @@ def load_questions(path: Path) -> list[dict]:
             raise ValueError(f"{path}: question {qid!r} is {len(text):,} characters long; the limit is "
                              f"{MAX_QUESTION_CHARS:,} (as for `lexicon ask` and /api/ask)")
         seen.add(qid)
-        out.append({"id": qid, "question": text, "mode": item.get("mode", "rag")})
+        out.append({"id": qid, "question": text, "mode": item.get("mode", "rag"),
+                    **({"kind": str(item["kind"])} if item.get("kind") else {})})
     return out
 
 
@@ -96,6 +101,14 @@ def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str 
     own = service is None
     service = service or LexiconService(settings)
     try:
+        if any(q.get("kind") for q in qs):  # clause kinds named by the checklist: the tenant's taxonomy
+            from app.agent.clauses.checklist import with_kinds
+            from app.agent.clauses.playbook import taxonomy_for
+            try:
+                qs = with_kinds(qs, taxonomy_for(service.kb, tenant))
+            except ValueError as exc:
+                console.print(f"[red]{questions}: {exc}[/red]", markup=True, highlight=False)
+                return 2
         job = service.ingest_paths(tenant, [Path(docs)])
         ok = {d["doc_id"] for d in job["documents"] if d.get("doc_id") and d["status"] != "failed"}
         for d in job["documents"]:

@@ -21,8 +21,9 @@ import re
 from langchain_core.runnables import RunnableConfig
 
 from app import prompts
-from app.agent import clause_types, scope as scope_mod
+from app.agent import scope as scope_mod
 from app.agent.clause_search import find_passages
+from app.agent.clauses.playbook import taxonomy_for
 from app.agent.grounding import clean_answer
 from app.agent.nodes_rag import citation, extractive_answer, not_found
 from app.agent.quotes import quote_spans
@@ -70,7 +71,7 @@ def make_long_node(deps: AgentDeps):
 
     def clause_in_dossier(state: AgentState, doc_ids: list[str], passages: list[dict]) -> dict | None:
         scope = scope_mod.resolve(deps.kb, state["tenant"], state["question"], doc_ids)
-        ctype = clause_types.detect(scope.query)
+        ctype = taxonomy_for(deps.kb, state["tenant"]).match(scope.query)
         if ctype is None or wants_long(state["question"]):
             return None
         hits = [passage_dict(p) for p in find_passages(deps.kb, state["tenant"], state["question"], k=5,

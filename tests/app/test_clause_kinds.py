@@ -173,3 +173,34 @@ def test_the_rag_search_reads_the_tenants_playbook_and_no_other(kb):
     finally:
         assert playbook.remove_kind(kb.engine, TENANT, "Force Majeure")
     assert playbook.list_kinds(kb.engine, TENANT) == []
+
+
+def test_the_checklist_names_kinds_and_a_tenant_kind_works_there_without_code(kb, tmp_path):
+    from pathlib import Path
+
+    from app.agent.clauses import playbook
+    from app.agent.clauses.checklist import with_kinds
+    from app.agent.clauses.taxonomy import get_taxonomy
+    from app.batch import load_questions
+
+    shipped = load_questions(Path(__file__).resolve().parents[2] / "app" / "data" / "contract_review.yaml")
+    checked = with_kinds(shipped, get_taxonomy())
+    for q in checked:
+        if q.get("kind"):  # every kind the checklist names is read from its question
+            assert get_taxonomy().match(q["question"]).name == q["kind"], q
+    mine = tmp_path / "checklist.yaml"
+    mine.write_text("- id: fm\n  kind: force majeure\n- id: law\n  kind: governing law\n")
+    qs = load_questions(mine)
+    with pytest.raises(ValueError, match="unknown clause kind 'force majeure'"):
+        with_kinds(qs, playbook.taxonomy_for(kb, TENANT))
+    playbook.add_kinds(kb.engine, TENANT, [FORCE_MAJEURE])
+    try:
+        tax = playbook.taxonomy_for(kb, TENANT)
+        fm = with_kinds(qs, tax)[0]
+        assert tax.match(fm["question"]).name == "force majeure"
+        from app.agent.clause_search import find_passages
+
+        hits = find_passages(kb, TENANT, fm["question"], k=1, doc_ids=[doc_id(kb)])
+        assert flat(hits[0].text).startswith("11. Events Beyond Control")
+    finally:
+        playbook.remove_kind(kb.engine, TENANT, "force majeure")
