@@ -4,6 +4,9 @@ Nemotron-H, Nemotron-H Puzzle, Llama) -> our ``HybridLM`` with its tokenizer.
 Dense weights are cast to ``dtype``; FP8 / NVFP4 weights stay compressed (dequantized per layer on use); GGUF
 Q4_0/Q4_1/Q8_0 weights stay 4-bit for the CPU int4 GEMM when ``cpu_gemm`` is "int4" (the default for them).
 The MoE router and its correction bias stay fp32, as in the reference implementation.
+``quantize`` ("nvfp4" | "fp8"; default "nvfp4" for a Hugging Face folder on CUDA) stores the dense weights that
+``engine.quant.policy.is_quantized`` names in that format, quantized on the device as each is read, shard by
+shard (engine/loader/quantize.py); ModelOpt NVFP4 exports load as they are (their declared exclusions checked).
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from engine.models.hybrid import HybridLM
 from engine.quant import QuantizedTensor
 from engine.tokenizer import Tokenizer
 
-_FP32_PARAMS = ("router_weight", "e_score_correction_bias")
+from engine.quant.policy import FP32_PARAMS as _FP32_PARAMS
+from engine.quant.policy import is_quantized
 
 
 @dataclass
@@ -52,28 +56,95 @@ def _expert_parts(source, name: str, n_experts: int) -> list:
     return [source.get(n) for n in per_expert]
 
 
-def assign_weights(model: HybridLM, source, names: dict[str, list[str]], dtype: torch.dtype, device) -> None:
-    """Fill every parameter named in ``names`` from ``source``; raise on a missing or misshaped tensor."""
-    for ours, srcs in names.items():
-        module, attr = _module_and_attr(model, ours)
-        if isinstance(module, Experts):
-            parts = _expert_parts(source, srcs[0], module.up.shape[0])
-            _set_experts(module, attr, parts, dtype, device)
-            continue
-        parts = [source.get(s) for s in srcs]
-        if isinstance(module, Linear) and attr == "weight":
-            module.set_weight(parts, dtype, device)
-            continue
-        if any(isinstance(p, QuantizedTensor) for p in parts):
-            parts = [p.dequantize(torch.float32) if isinstance(p, QuantizedTensor) else p for p in parts]
-        t = torch.cat(parts) if len(parts) > 1 else parts[0]
-        current = getattr(module, attr)
-        if attr == "conv_weight" and t.dim() == 3:
-            t = t.squeeze(1)  # HF conv1d weight [C, 1, K]
-        if tuple(t.shape) != tuple(current.shape):
-            raise ValueError(f"{srcs[0]}: shape {tuple(t.shape)} does not match {ours} {tuple(current.shape)}")
-        target = torch.float32 if attr in _FP32_PARAMS else dtype
-        setattr(module, attr, torch.nn.Parameter(t.to(device=device, dtype=target).contiguous(), requires_grad=False))
+def _quantize(parts: list, fmt: Optional[str], ours: str, shape: tuple, srcs: list[str], declared, device) -> list:
+    """Quantize the dense parts of a parameter the policy names (unless the checkpoint's declared quantization
+    excludes its module); checks each part against the declared quantization first."""
+    from engine.loader.quantize import check_declared, quantize_dense
+    if declared is not None:
+        for s, p in zip(srcs, parts):
+            check_declared(declared, s, p)
+    if fmt is None or not is_quantized(ours, shape, fmt):
+        return parts
+    if declared is not None and any(declared.excluded(s[: -len(".weight")] if s.endswith(".weight") else s)
+                                    for s in srcs):
+        return parts
+    return [quantize_dense(p, fmt, device) if isinstance(p, torch.Tensor) else p for p in parts]
+
+
+def assign_weights(model: HybridLM, source, names: dict[str, list[str]], dtype: torch.dtype, device,
+                   quantize: Optional[str] = None, declared=None) -> None:
+    """Fill every parameter named in ``names`` from ``source``; raise on a missing or misshaped tensor.
+    ``quantize``: store the dense weights ``engine.quant.policy`` names in that format (module doc);
+    ``declared``: the checkpoint's ``QuantConfig`` (engine/loader/quantize.py), checked tensor by tensor."""
+    ordered = _in_shard_order(source, names)
+    last_use = _last_use(source, model, ordered)  # shard -> index of the last parameter reading it
+    for i, (ours, srcs) in enumerate(ordered):
+        _assign_one(model, source, ours, srcs, dtype, device, quantize, declared)
+        for shard in last_use.get(i, ()):
+            source.release(shard)  # its tensors are done: drop its mapping
+
+
+def _last_use(source, model, ordered) -> dict[int, list]:
+    if getattr(source, "release", None) is None:
+        return {}
+    last = {}
+    for i, (ours, srcs) in enumerate(ordered):
+        module, _ = _module_and_attr(model, ours)
+        for s in srcs:
+            names = [s]
+            if isinstance(module, Experts) and not source.has(s):
+                base, _, proj = s.rpartition(".")
+                names = [f"{base}.{e}.{proj}.weight" for e in range(module.up.shape[0])]
+            for n in names:
+                if source.shard_of(n) is not None:
+                    last[source.shard_of(n)] = i
+    out: dict[int, list] = {}
+    for shard, i in last.items():
+        out.setdefault(i, []).append(shard)
+    return out
+
+
+def _assign_one(model, source, ours: str, srcs: list[str], dtype, device, quantize, declared) -> None:
+    module, attr = _module_and_attr(model, ours)
+    if isinstance(module, Experts):
+        parts = _expert_parts(source, srcs[0], module.up.shape[0])
+        if quantize and len(parts) == 1 and isinstance(parts[0], torch.Tensor) and parts[0].dim() == 3:
+            parts = list(parts[0].unbind(0))  # a stacked dense [E, I, D]: each expert its own scales
+        parts = _quantize(parts, quantize, ours, tuple(getattr(module, attr).shape), srcs, declared, device)
+        _set_experts(module, attr, parts, dtype, device)
+        return
+    parts = [source.get(s) for s in srcs]
+    if isinstance(module, Linear) and attr == "weight":
+        parts = _quantize(parts, quantize, ours, (module.out_features, module.in_features), srcs, declared,
+                          device)
+        module.set_weight(parts, dtype, device)
+        return
+    if any(isinstance(p, QuantizedTensor) for p in parts):
+        parts = [p.dequantize(torch.float32) if isinstance(p, QuantizedTensor) else p for p in parts]
+    t = torch.cat(parts) if len(parts) > 1 else parts[0]
+    current = getattr(module, attr)
+    if attr == "conv_weight" and t.dim() == 3:
+        t = t.squeeze(1)  # HF conv1d weight [C, 1, K]
+    if tuple(t.shape) != tuple(current.shape):
+        raise ValueError(f"{srcs[0]}: shape {tuple(t.shape)} does not match {ours} {tuple(current.shape)}")
+    target = torch.float32 if attr in _FP32_PARAMS else dtype
+    setattr(module, attr, torch.nn.Parameter(t.to(device=device, dtype=target).contiguous(), requires_grad=False))
+
+
+def _in_shard_order(source, names: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """``names`` ordered by the shard holding each parameter's first tensor (a stacked expert name missing
+    from the checkpoint: its expert 0), so a loader walks the shards once, in order."""
+    shard_of = getattr(source, "shard_of", None)
+    if shard_of is None:
+        return list(names.items())
+
+    def key(item):
+        src = item[1][0]
+        if not source.has(src):
+            base, _, proj = src.rpartition(".")
+            src = f"{base}.0.{proj}.weight"
+        return str(shard_of(src) or "")
+    return sorted(names.items(), key=key)
 
 
 def _set_experts(module: Experts, attr: str, parts: list, dtype, device) -> None:
@@ -105,7 +176,8 @@ def _load_gguf(path: Path, dtype, device, keep_quantized: bool = False) -> Loade
     return LoadedModel(model.eval(), config, Tokenizer.from_gguf_metadata(file.metadata), path)
 
 
-def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:
+def _load_hf_folder(folder: Path, dtype, device, quantize: Optional[str] = None) -> LoadedModel:
+    from engine.loader.quantize import read_quant_config
     from engine.loader.safetensors_source import SafetensorsSource
 
     cfg_file = folder / "config.json"
@@ -113,6 +185,7 @@ def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:
         raise FileNotFoundError(f"{folder} has no config.json")
     raw = json.loads(cfg_file.read_text())
     config = model_config_from_hf(raw)
+    declared = read_quant_config(folder, raw)
     quant = raw.get("quantization_config") or raw.get("llm_config", {}).get("quantization_config") or {}
     block = quant.get("weight_block_size")
     source = SafetensorsSource(folder, tuple(block) if block else None)
@@ -125,7 +198,7 @@ def _load_hf_folder(folder: Path, dtype, device) -> LoadedModel:
         raise KeyError(f"{folder}: config says untied embeddings but the checkpoint has no lm_head.weight")
     with torch.device("meta"):
         model = HybridLM(config)
-    assign_weights(model, source, names, dtype, device)
+    assign_weights(model, source, names, dtype, device, quantize, declared if declared.algo else None)
     _materialize_buffers(model, device)
     tokenizer = Tokenizer.from_hf_folder(folder, config.eos_token_ids) if (folder / "tokenizer.json").exists() else None
     return LoadedModel(model.eval(), config, tokenizer, folder)
@@ -157,8 +230,20 @@ def resolve_cpu_gemm(path: str | Path, device, cpu_gemm: Optional[str] = None) -
     return "onednn"
 
 
+def resolve_quantize(path: Path, device, quantize: Optional[str] = None) -> Optional[str]:
+    """The weight format a load quantizes to: ``quantize`` ("none" for none), else LEXICON_ENGINE_QUANTIZE,
+    else "nvfp4" for a Hugging Face folder on CUDA (the format ``lexicon plan`` assumes there), else none."""
+    kind = quantize or os.environ.get("LEXICON_ENGINE_QUANTIZE")
+    if kind is None:
+        kind = "nvfp4" if torch.device(device).type == "cuda" and Path(path).is_dir() else "none"
+    if kind not in ("none", "nvfp4", "fp8"):
+        raise ValueError(f"quantize must be none, nvfp4 or fp8, got {kind!r}")
+    return None if kind == "none" else kind
+
+
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
-               mamba_dt_clamp: Optional[str] = None, cpu_gemm: Optional[str] = None) -> LoadedModel:
+               mamba_dt_clamp: Optional[str] = None, cpu_gemm: Optional[str] = None,
+               quantize: Optional[str] = None) -> LoadedModel:
     """``mamba_dt_clamp``: override MambaSpec.dt_clamp ("kernel" default, "torch_forward" = transformers).
     ``cpu_gemm`` (CPU only; default ``resolve_cpu_gemm``: "int4" for quantized GGUF files, else "onednn"):
     "onednn" packs every projection for oneDNN's GEMM in the weights' own dtype; "int4" keeps GGUF 4/8-bit
@@ -167,7 +252,8 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str
     (weights rounded to fp16); "plain" keeps ``F.linear`` on the dense weights. See engine/layers/linear.py."""
     path = Path(path)
     cpu_gemm = resolve_cpu_gemm(path, device, cpu_gemm)
-    loaded = _load(path, dtype, device, keep_quantized=cpu_gemm == "int4" and torch.device(device).type == "cpu")
+    loaded = _load(path, dtype, device, keep_quantized=cpu_gemm == "int4" and torch.device(device).type == "cpu",
+                   quantize=resolve_quantize(path, device, quantize))
     if cpu_gemm != "plain":
         loaded.model.pack_cpu(cpu_gemm)
     if mamba_dt_clamp is not None:
@@ -179,12 +265,12 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: str
     return loaded
 
 
-def _load(path: Path, dtype, device, keep_quantized: bool = False) -> LoadedModel:
+def _load(path: Path, dtype, device, keep_quantized: bool = False, quantize: Optional[str] = None) -> LoadedModel:
     if not path.exists():
         raise FileNotFoundError(f"model path {path} does not exist")
     with torch.inference_mode(False), torch.no_grad():
         if path.suffix == ".gguf":
             return _load_gguf(path, dtype, device, keep_quantized)
         if path.is_dir():
-            return _load_hf_folder(path, dtype, device)
+            return _load_hf_folder(path, dtype, device, quantize)
     raise ValueError(f"{path} is neither a .gguf file nor a Hugging Face model folder")

@@ -7,6 +7,7 @@ A ``<name>.weight`` comes back as ``Fp8Tensor`` when it is float8 with ``weight_
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import torch
 from safetensors import safe_open
@@ -15,17 +16,39 @@ from engine.quant import Fp8Tensor, Nvfp4Tensor
 
 
 class SafetensorsSource:
+    """Shards are opened on first read and closed by ``release`` (the loader releases each shard when its
+    tensors are done, so the mapped pages of one shard at a time stay resident); ``opened`` logs the opens."""
+
     def __init__(self, folder: str | Path, fp8_block_size: tuple[int, int] | None = None):
         self.folder = Path(folder)
         self.fp8_block_size = fp8_block_size
         files = sorted(self.folder.glob("*.safetensors"))
         if not files:
             raise FileNotFoundError(f"no *.safetensors files in {self.folder}")
-        self._handles = {f: safe_open(str(f), framework="pt") for f in files}
+        self._handles: dict[Path, object] = {}
         self._where: dict[str, Path] = {}
-        for f, h in self._handles.items():
-            for k in h.keys():
-                self._where[k] = f
+        self.opened: list[Path] = []
+        self.max_open = 0  # the most shards open at once
+        for f in files:
+            with safe_open(str(f), framework="pt") as h:
+                for k in h.keys():
+                    self._where[k] = f
+
+    def shard_of(self, name: str) -> Optional[Path]:
+        return self._where.get(name)
+
+    def release(self, shard: Path) -> None:
+        """Close ``shard`` (reopened if read again)."""
+        h = self._handles.pop(shard, None)
+        if h is not None and hasattr(h, "__exit__"):
+            h.__exit__(None, None, None)
+
+    def _handle(self, shard: Path):
+        if shard not in self._handles:
+            self._handles[shard] = safe_open(str(shard), framework="pt")
+            self.opened.append(shard)
+            self.max_open = max(self.max_open, len(self._handles))
+        return self._handles[shard]
 
     def keys(self) -> list[str]:
         return list(self._where)
@@ -36,7 +59,7 @@ class SafetensorsSource:
     def raw(self, name: str) -> torch.Tensor:
         if name not in self._where:
             raise KeyError(f"checkpoint in {self.folder} has no tensor {name!r}")
-        return self._handles[self._where[name]].get_tensor(name)
+        return self._handle(self._where[name]).get_tensor(name)
 
     def get(self, name: str):
         w = self.raw(name)

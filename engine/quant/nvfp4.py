@@ -58,18 +58,26 @@ class Nvfp4Tensor(QuantizedTensor):
         return cls(weight, weight_scale.to(torch.float8_e4m3fn), weight_scale_2.to(torch.float32))
 
 
-def quantize_nvfp4(w: torch.Tensor) -> Nvfp4Tensor:
-    """Quantize [out, in] (in divisible by 16): global scale maps the largest block scale onto e4m3's range."""
-    w = w.float()
+def quantize_nvfp4(w: torch.Tensor, rows_per_chunk: int = 4096) -> Nvfp4Tensor:
+    """Quantize [out, in] (in divisible by 16), on w's device: the global scale maps the largest block scale
+    onto e4m3's range (ModelOpt's ``weight_scale_2 = amax / (6 * 448)``), each block of 16 gets an e4m3 scale
+    (block amax / 6 / global), each value the nearest e2m1 magnitude (a tie goes to the smaller one) and its
+    sign. Rows are done ``rows_per_chunk`` at a time, so the fp32 temporaries stay a few chunk-sized copies."""
     if w.shape[-1] % BLOCK:
         raise ValueError(f"NVFP4 needs the input dim divisible by {BLOCK}, got {w.shape[-1]}")
-    blocks = w.view(*w.shape[:-1], -1, BLOCK)
-    global_scale = (w.abs().max().clamp(min=1e-12) / (E2M1_MAX * E4M3_MAX)).reshape(())
-    block_scale = (blocks.abs().amax(-1) / E2M1_MAX / global_scale).clamp(max=E4M3_MAX).to(torch.float8_e4m3fn)
-    denom = (block_scale.to(torch.float32) * global_scale)[..., None]
-    scaled = torch.where(denom > 0, blocks / denom, torch.zeros_like(blocks))
-    mags = torch.tensor(E2M1_VALUES, dtype=torch.float32)
-    code = (scaled.abs()[..., None] - mags).abs().argmin(-1)  # nearest e2m1 magnitude
-    code = (code | ((scaled < 0).long() << 3)).to(torch.uint8).reshape(w.shape)
-    packed = code[..., 0::2] | (code[..., 1::2] << 4)
-    return Nvfp4Tensor(packed, block_scale, global_scale)
+    global_scale = (w.abs().amax().float().clamp(min=1e-12) / (E2M1_MAX * E4M3_MAX)).reshape(())
+    mags = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=w.device)
+    bounds = (mags[1:] + mags[:-1]) / 2  # x <= bound i -> code i (bucketize, right=False)
+    flat = w.reshape(-1, w.shape[-1])
+    packed = torch.empty(flat.shape[0], flat.shape[1] // 2, dtype=torch.uint8, device=w.device)
+    block_scale = torch.empty(flat.shape[0], flat.shape[1] // BLOCK, dtype=torch.float8_e4m3fn, device=w.device)
+    for r in range(0, flat.shape[0], rows_per_chunk):
+        blocks = flat[r:r + rows_per_chunk].float().view(-1, flat.shape[1] // BLOCK, BLOCK)
+        bs = (blocks.abs().amax(-1) / E2M1_MAX / global_scale).clamp(max=E4M3_MAX).to(torch.float8_e4m3fn)
+        denom = (bs.to(torch.float32) * global_scale)[..., None]
+        scaled = torch.where(denom > 0, blocks / denom, torch.zeros_like(blocks))
+        code = torch.bucketize(scaled.abs(), bounds).to(torch.uint8) | ((scaled < 0).to(torch.uint8) << 3)
+        code = code.view(code.shape[0], -1)
+        packed[r:r + rows_per_chunk] = code[:, 0::2] | (code[:, 1::2] << 4)
+        block_scale[r:r + rows_per_chunk] = bs
+    return Nvfp4Tensor(packed.view(*w.shape[:-1], -1), block_scale.view(*w.shape[:-1], -1), global_scale)
