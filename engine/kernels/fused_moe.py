@@ -39,8 +39,11 @@ def fused_moe_torch(x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tenso
 
 def align_by_expert(topk_idx: torch.Tensor, n_experts: int, block_m: int):
     """-> (row_ids [R] int32: index t*k+j of the routed pair at each padded row, or T*k for padding;
-    block_expert [R / block_m] int32: the expert of each block of rows, -1 past the end). R is the static
-    bound T*k + E*(block_m - 1), so nothing waits on the host."""
+    block_expert [R / block_m] int32: the expert of each block of rows, -1 past the end). R is a static
+    bound, so nothing waits on the host: the used experts need at most ceil(n / block_m) + min(E, n) blocks
+    (each expert's last block is its only partial one), and at most n + E (block_m - 1) rows; the smaller of
+    the two. At decode (8 tokens x top-12 over 512 experts, blocks of 16) that is 102 blocks, not 486: the
+    kernel's programs for the rest exit at once (expert -1), but each is still a launch slot."""
     flat = topk_idx.reshape(-1).to(torch.int64)
     n = flat.numel()
     # not bincount: on CUDA it reads the max id back to size its output (a host sync, uncapturable in a graph)
@@ -52,8 +55,7 @@ def align_by_expert(topk_idx: torch.Tensor, n_experts: int, block_m: int):
     order = torch.argsort(flat, stable=True)
     e_sorted = flat[order]
     rank = torch.arange(n, device=flat.device) - first[e_sorted]
-    R = n + n_experts * (block_m - 1)
-    R = -(-R // block_m) * block_m
+    R = min(-(-(n + n_experts * (block_m - 1)) // block_m), -(-n // block_m) + min(n_experts, n)) * block_m
     row_ids = torch.full((R,), n, dtype=torch.int32, device=flat.device)
     row_ids[start[e_sorted] + rank] = order.to(torch.int32)
     ends = torch.cumsum(padded, 0)
@@ -98,16 +100,16 @@ def fused_moe_triton(x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tens
     g_up, g_down = up.global_scale.reshape(E).float(), down.global_scale.reshape(E).float()
     _kernel[(R // block_m, -(-inter // block_n))](
         x, up.packed, up.block_scale, g_up, row_ids, block_expert, topk_w, h,
-        T * k, inter, D, x.stride(0), up.packed.stride(0), up.packed.stride(1), up.block_scale.stride(0),
-        up.block_scale.stride(1), h.stride(0),
+        T * k, inter, D, D, x.stride(0), up.packed.stride(0), up.packed.stride(1), up.block_scale.stride(0),
+        up.block_scale.stride(1), h.stride(0), 0,
         TOPK=k, GATHER=True, RELU2=True, WEIGHTED=False, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
         DOT=dot, PREC=_precision(dot))
     y = torch.zeros(T * k, D, dtype=torch.float32, device=x.device)
     w = topk_w.reshape(-1).float().contiguous()
     _kernel[(R // block_m, -(-D // block_n))](
         h, down.packed, down.block_scale, g_down, row_ids, block_expert, w, y,
-        T * k, D, inter, h.stride(0), down.packed.stride(0), down.packed.stride(1), down.block_scale.stride(0),
-        down.block_scale.stride(1), y.stride(0),
+        T * k, D, inter, inter, h.stride(0), down.packed.stride(0), down.packed.stride(1),
+        down.block_scale.stride(0), down.block_scale.stride(1), y.stride(0), 0,
         TOPK=k, GATHER=False, RELU2=False, WEIGHTED=True, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
         DOT=dot, PREC=_precision(dot))
     return y.view(T, k, D).sum(1)
@@ -117,10 +119,25 @@ def nvfp4_linear_torch(x: torch.Tensor, w: Nvfp4Tensor) -> torch.Tensor:
     return (x.float() @ w.dequantize().t()).to(x.dtype)
 
 
+def split_k_for(programs: int, k_tiles: int, device) -> int:
+    """Slices of K for a GEMM of ``programs`` output tiles: on CUDA enough to give the SMs two programs each
+    (a decode GEMV of 18048 x 4096 has 1 x 282 tiles; of 4096 x 8192 only 1 x 64 for 132 SMs), each slice
+    at least 4 K tiles; 1 elsewhere (the interpreter gains nothing)."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return 1
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    if programs >= sms:
+        return 1
+    return max(1, min(k_tiles // 4, -(-2 * sms // programs)))
+
+
 def nvfp4_linear_triton(x: torch.Tensor, w: Nvfp4Tensor, dot_dtype: Optional[torch.dtype] = None,
-                        block_m: Optional[int] = None, block_n: int = 64, block_k: int = 64) -> torch.Tensor:
+                        block_m: Optional[int] = None, block_n: int = 64, block_k: int = 64,
+                        split_k: Optional[int] = None) -> torch.Tensor:
     """A dense NVFP4 projection [T, in] -> [T, out] through the same kernel (one "expert", every row routed
-    to it): the weight is dequantized in registers, never materialized."""
+    to it): the weight is dequantized in registers, never materialized. ``split_k`` slices K across programs
+    (default ``split_k_for``: skinny decode GEMVs on a GPU), each writing an fp32 partial that one sum adds."""
     global _kernel
     if _kernel is None:
         _kernel = _build()
@@ -131,14 +148,20 @@ def nvfp4_linear_triton(x: torch.Tensor, w: Nvfp4Tensor, dot_dtype: Optional[tor
     block_m = block_m or (16 if T <= 16 else 64)  # a weight tile is dequantized once per row block
     dot = _tl_dtype(dot_dtype or (x.dtype if x.dtype in (torch.float16, torch.bfloat16) else torch.float32))
     R = -(-T // block_m) * block_m
+    grid_mn = (R // block_m, -(-N // block_n))
+    k_tiles = -(-K // block_k)
+    split = split_k or split_k_for(grid_mn[0] * grid_mn[1], k_tiles, x.device)
+    k_per = -(-k_tiles // max(1, min(split, k_tiles))) * block_k  # a whole number of K tiles per slice
+    split = -(-K // k_per)
     rows = torch.arange(R, dtype=torch.int32, device=x.device)
     rows = torch.where(rows < T, rows, torch.full_like(rows, T))
     bexp = torch.zeros(R // block_m, dtype=torch.int32, device=x.device)
-    y = torch.empty(T + 1, N, dtype=torch.float32, device=x.device)
+    y = torch.empty(split, T + 1, N, dtype=torch.float32, device=x.device)
     g = w.global_scale.reshape(1).float()
-    _kernel[(R // block_m, -(-N // block_n))](
-        x, w.packed, w.block_scale, g, rows, bexp, g, y, T, N, K, x.stride(0), 0, w.packed.stride(0), 0,
-        w.block_scale.stride(0), y.stride(0),
+    _kernel[(*grid_mn, split)](
+        x, w.packed, w.block_scale, g, rows, bexp, g, y, T, N, K, k_per, x.stride(0), 0, w.packed.stride(0), 0,
+        w.block_scale.stride(0), y.stride(1), y.stride(0),
         TOPK=1, GATHER=True, RELU2=False, WEIGHTED=False, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
         DOT=dot, PREC=_precision(dot))
-    return y[:T].to(x.dtype).view(*shape[:-1], N)
+    out = y[0, :T] if split == 1 else y[:, :T].sum(0)
+    return out.to(x.dtype).view(*shape[:-1], N)

@@ -15,16 +15,22 @@ def _e2m1(code):
 
 @triton.jit
 def moe_nvfp4_gemm(X, W, WS, WG, ROWS, BEXP, TOPW, Y,
-                   n_pairs, N, K, stride_xm, stride_we, stride_wn, stride_se, stride_sn, stride_ym,
+                   n_pairs, N, K, K_PER_SPLIT, stride_xm, stride_we, stride_wn, stride_se, stride_sn, stride_ym,
+                   stride_ys,
                    TOPK: tl.constexpr, GATHER: tl.constexpr, RELU2: tl.constexpr, WEIGHTED: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    DOT: tl.constexpr, PREC: tl.constexpr):
     """Y[row] = act(X[src(row)] @ dequant(W[expert(row)]).T) (* routing weight), for padded rows sorted
-    by expert. GATHER: X rows are tokens (row -> pair // TOPK); else X is already in padded row order."""
+    by expert. GATHER: X rows are tokens (row -> pair // TOPK); else X is already in padded row order.
+    Grid (row blocks, N tiles, K slices): program (m, n, s) adds K[s * K_PER_SPLIT, +K_PER_SPLIT) into slab s
+    of Y (``stride_ys`` apart; split-K only without RELU2 / WEIGHTED, which need the whole sum). A block of
+    padding rows (expert -1) loads and multiplies nothing."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     e_raw = tl.load(BEXP + pid_m)
-    e = tl.maximum(e_raw, 0)  # a block past the end (-1) loads expert 0 and stores nothing
+    e = tl.maximum(e_raw, 0)
+    k_end = tl.where(e_raw >= 0, K_PER_SPLIT, 0)  # a padding block (-1): no loads, no dots, nothing stored
+    k_lo = tl.program_id(2) * K_PER_SPLIT  # split-K: this program's slice of K (one slice without split-K)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     pair = tl.load(ROWS + rows)
     valid = (pair < n_pairs) & ((pair * 0 + e_raw) >= 0)
@@ -36,7 +42,9 @@ def moe_nvfp4_gemm(X, W, WS, WG, ROWS, BEXP, TOPW, Y,
     j = tl.arange(0, BLOCK_K // 2)
     g = tl.load(WG + e).to(tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    Y += tl.program_id(2).to(tl.int64) * stride_ys  # split-K partials: one [rows, N] slab per slice
+    for kk in range(0, k_end, BLOCK_K):
+        k0 = k_lo + kk
         ke = k0 + 2 * j  # even elements (low nibbles); odd = ke + 1 (high nibbles)
         kmask = ke < K
         xe = tl.load(X + src[:, None].to(tl.int64) * stride_xm + ke[None, :],

@@ -84,3 +84,46 @@ def test_dense_nvfp4_linear_equals_dequantized_linear(T, out, inp, dot):
     got = nvfp4_linear_triton(xin, wd, dot_dtype=dot, block_n=16, block_k=32)
     tol = FP32_DOT_TOL if dot == torch.float32 else 3e-2
     torch.testing.assert_close(got.float().cpu(), want, atol=tol * 4, rtol=tol)
+
+
+@pytest.mark.parametrize("split_k", [1, 2, 3, 7])
+def test_split_k_gemv_equals_the_unsplit_one(split_k):
+    """Split-K (the skinny decode GEMV): K sliced across programs, fp32 partials summed; 3 slices of a
+    7-tile K leave a short last slice, 7 slices one tile each."""
+    from engine.kernels.fused_moe import nvfp4_linear_torch, nvfp4_linear_triton
+
+    g = torch.Generator().manual_seed(split_k)
+    w = quantize_nvfp4(torch.randn(48, 224, generator=g))
+    x = torch.randn(2, 224, generator=g)
+    wd = type(w)(w.packed.to(DEVICE), w.block_scale.to(DEVICE), w.global_scale.to(DEVICE))
+    got = nvfp4_linear_triton(x.to(DEVICE), wd, dot_dtype=torch.float32, block_n=16, block_k=32, split_k=split_k)
+    torch.testing.assert_close(got.cpu(), nvfp4_linear_torch(x, w), atol=FP32_DOT_TOL * 4, rtol=FP32_DOT_TOL)
+
+
+def test_split_k_is_chosen_for_skinny_gemvs_on_a_gpu_only():
+    from engine.kernels.fused_moe import split_k_for
+
+    assert split_k_for(64, 128, "cpu") == 1
+    if torch.cuda.is_available():
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        assert split_k_for(64, 128, "cuda") >= 2 * sms // 64  # 4096 x 8192: 64 tiles -> split
+        assert split_k_for(4 * sms, 128, "cuda") == 1
+
+
+@pytest.mark.parametrize("T,k,E,bm", [(8, 12, 512, 16), (1, 4, 512, 16), (2048, 12, 512, 64), (3, 2, 4, 4)])
+def test_padded_layout_is_bounded_by_the_used_experts(T, k, E, bm):
+    """At most ceil(T*k / bm) + min(E, T*k) blocks (not T*k + E*(bm-1) rows): the blocks past the used ones
+    are marked -1, and every routed pair still has a row in its expert's block."""
+    idx = torch.rand(T, E, generator=torch.Generator().manual_seed(T)).topk(k, dim=-1).indices
+    rows, bexp = align_by_expert(idx, E, bm)
+    n = T * k
+    assert bexp.numel() == min(-(-(n + E * (bm - 1)) // bm), -(-n // bm) + min(E, n))
+    used = int((bexp >= 0).sum())
+    counts = torch.bincount(idx.reshape(-1), minlength=E)
+    assert used == int(((counts + bm - 1) // bm).sum())
+    assert sorted(rows[rows < n].tolist()) == list(range(n))
+    flat = idx.reshape(-1)
+    for b in range(bexp.numel()):
+        real = rows[b * bm:(b + 1) * bm]
+        real = real[real < n]
+        assert (flat[real.long()] == bexp[b]).all()
