@@ -21,7 +21,8 @@ router = APIRouter(prefix="/api", tags=["playbook"])
 
 class PlaybookKindIn(BaseModel):
     name: str = Field(min_length=1, max_length=80, description="the kind's name, as a question names it")
-    description: str = Field(min_length=1, max_length=600, description="one or two sentences: what the clause does")
+    description: str = Field(min_length=1, max_length=600,
+                             description="one or two sentences: what the clause does")
     wordings: list[str] = Field(min_length=1, max_length=40, description="example phrases as contracts word it")
     headings: list[str] = Field(default_factory=list, max_length=40, description="section-heading words")
     answer: Literal["jurisdiction", "duration", "amount", "parties", "date", "clause"] = "clause"
@@ -33,7 +34,8 @@ def _engine(request: Request):
 
 
 @router.get("/playbook", summary="This tenant's clause kinds (and the built-in ones with built_in=true)")
-def list_kinds(request: Request, built_in_kinds: bool = Query(False, alias="built_in"), tenant: str = Depends(tenant)) -> dict:
+def list_kinds(request: Request, built_in_kinds: bool = Query(False, alias="built_in"),
+               tenant: str = Depends(tenant)) -> dict:
     kinds = [k.to_dict() for k in store.list_kinds(_engine(request), tenant)]
     out = {"tenant": tenant, "kinds": kinds}
     if built_in_kinds:

@@ -181,6 +181,7 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
         s = (W_RANK * parts["rank"] + W_LEX * parts["lexical"] + W_WORD * parts["wording"]
              + W_HEAD * parts["heading"] + W_OPEN * parts.get("opening", 0.0))
         if DEFINITION.search(u.text[:200]) and not parts.get("opening"):
+            parts["definition"] = 1.0
             s *= 0.7  # a definition names the clause without being it
         u.score, u.quote, u.parts = float(s), quote, parts
     units.sort(key=lambda u: (-u.score, u.position))

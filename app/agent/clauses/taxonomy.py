@@ -8,7 +8,8 @@ added as data works without code.
 Matching is lexical and general: the question's content words (stemmed, stop words out) are compared with
 each kind's name, synonyms and heading words as phrases: a phrase matches when its words occur in the
 question in order with at most one word between them. The longest phrase wins (a name or synonym over a heading
-word at equal length; more phrases of one kind break a tie), so "change of control ... assignment" reads as change of control, not anti-assignment.
+word at equal length; more phrases of one kind break a tie), so "change of control ... assignment" reads as
+change of control, not anti-assignment.
 When no phrase matches and an embedder is given, the question may still be read as the kind whose description is
 nearest in meaning, only when the cosine clears ``MIN_COSINE`` and beats the runner-up by ``MARGIN``.
 """
