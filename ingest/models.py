@@ -82,7 +82,7 @@ class TableEntry(SQLModel, table=True):
 
 class DocumentFactsRow(SQLModel, table=True):
     """What a document is, read once per version (``ingest.facts``): profile, filing, fiscal calendar, column
-    periods, section tree as JSON; ``words``: the words of its whole text, space-delimited with a space at each
+    periods as JSON, the section tree as JSON of its own; ``words``: the words of its whole text, space-delimited with a space at each
     end (``LIKE '% word %'`` finds the documents naming a word)."""
     __tablename__ = "lx_document_facts"
     doc_id: str = Field(primary_key=True, max_length=40)
@@ -91,6 +91,7 @@ class DocumentFactsRow(SQLModel, table=True):
     content_hash: str = Field(default="", max_length=64)
     facts_version: str = Field(default="", max_length=16)  # ingest.facts.FACTS_VERSION it was computed by
     facts_json: str
+    sections_json: str = ""  # the section tree (ingest.facts.sections), read only where it is used
     words: str = ""
 
 

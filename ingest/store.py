@@ -39,6 +39,9 @@ def make_engine(url: str) -> sa.Engine:
 
     add_meta_column(engine)
     add_ingest_version_columns(engine)
+    from ingest.facts.store import add_facts_columns
+
+    add_facts_columns(engine)
     return engine
 
 

@@ -30,16 +30,18 @@ class TenantKB:
     def run_sql(self, sql: str):
         return self.kb.run_sql(self.tenant, sql)
 
-    def facts(self, doc_ids: list[str] | None = None):
+    def facts(self, doc_ids: list[str] | None = None, sections: bool = False):
         """doc_id -> ``ingest.facts.DocumentFacts`` of the tenant's ingested documents (of ``doc_ids`` when
-        given), in file-name order: one query; facts a document lacks are computed and stored on this read."""
+        given), in file-name order: one query; facts a document lacks are computed and stored on this read.
+        ``sections``: with the section trees (left out by default: most reads need only the rest)."""
         from ingest.facts.store import read_facts
 
-        return read_facts(self.kb.engine, self.tenant, doc_ids)
+        return read_facts(self.kb.engine, self.tenant, doc_ids, sections)
 
     def document_facts(self, doc_id: str):
-        """The facts of one of the tenant's documents, None for an unknown, failed or another tenant's id."""
-        return self.facts([doc_id]).get(doc_id)
+        """The facts of one of the tenant's documents (its section tree included), None for an unknown, failed
+        or another tenant's id."""
+        return self.facts([doc_id], sections=True).get(doc_id)
 
     def docs_with_words(self, words: list[str], doc_ids: list[str] | None = None) -> dict[str, set[str]]:
         """word -> the tenant's documents (among ``doc_ids``) whose text has it (``ingest.facts.profile``)."""

@@ -23,7 +23,7 @@ from ingest.facts.filing import Filing, dates_in, read_filing
 from ingest.facts.sections import Section, section_tree
 
 # what the stored facts were computed by: a stored row of another version is computed again on its next read
-FACTS_VERSION = "1"
+FACTS_VERSION = "2"
 
 
 @dataclass
@@ -41,7 +41,13 @@ class DocumentFacts:
     calendar: dict[date, tuple[int, int]] = field(default_factory=dict)  # a quarter's end -> (fiscal year, quarter)
     columns: dict[str, dict[str, tuple[int, Optional[int]]]] = field(default_factory=dict)  # re-read column periods
     table_words: set[str] = field(default_factory=set)
-    sections: list[Section] = field(default_factory=list)
+    sections_json: str = "[]"  # the section tree, parsed on first use (``sections``): most reads never need it
+
+    @property
+    def sections(self) -> list[Section]:
+        if not hasattr(self, "_sections"):
+            self._sections = [Section(**s) for s in json.loads(self.sections_json or "[]")]
+        return self._sections
 
     def to_json(self) -> str:
         return json.dumps({
@@ -49,17 +55,17 @@ class DocumentFacts:
             "dates": [d.isoformat() for d in self.dates], "profile": sorted(self.profile), "pairs": sorted(self.pairs),
             "filing": self.filing.to_dict(), "calendar": [[d.isoformat(), fy, q] for d, (fy, q) in self.calendar.items()],
             "columns": {t: {c: list(p) for c, p in cols.items()} for t, cols in self.columns.items()},
-            "table_words": sorted(self.table_words), "sections": [s.to_dict() for s in self.sections]})
+            "table_words": sorted(self.table_words)})
 
     @classmethod
-    def from_json(cls, doc_id: str, filename: str, version: int, text: str) -> "DocumentFacts":
+    def from_json(cls, doc_id: str, filename: str, version: int, text: str, sections_json: str = "[]") -> "DocumentFacts":
         d = json.loads(text or "{}")
         return cls(doc_id, filename, version, d.get("company", ""), d.get("title", ""), list(d.get("parties", [])),
                    [date.fromisoformat(x) for x in d.get("dates", [])], set(d.get("profile", [])),
                    set(d.get("pairs", [])), Filing.from_dict(d.get("filing")),
                    {date.fromisoformat(e): (fy, q) for e, fy, q in d.get("calendar", [])},
                    {t: {c: (p[0], p[1]) for c, p in cols.items()} for t, cols in d.get("columns", {}).items()},
-                   set(d.get("table_words", [])), [Section(**s) for s in d.get("sections", [])])
+                   set(d.get("table_words", [])), sections_json or "[]")
 
 
 @dataclass
@@ -95,7 +101,7 @@ def compute(doc_id: str, filename: str, version: int, chunks: list[ChunkText],
         pairs=profile.initial_pairs(" ".join([filename.replace("_", " ")] + head)), filing=filing,
         calendar=calendar, columns=cal.column_periods(by_name, calendar),
         table_words=profile.table_words([(t.columns, t.rows) for t in tables]),
-        sections=section_tree([(c.ord, c.page, c.section) for c in chunks]))
+        sections_json=json.dumps([s.to_dict() for s in section_tree([(c.ord, c.page, c.section) for c in chunks])]))
     return facts, profile.vocabulary(texts)
 
 

@@ -8,6 +8,7 @@ import json
 import logging
 from typing import Optional
 
+import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
 from ingest.facts import FACTS_VERSION, ChunkText, DocumentFacts, TableColumns, compute
@@ -18,37 +19,42 @@ log = logging.getLogger(__name__)
 
 def facts_row(facts: DocumentFacts, tenant: str, content_hash: str, words: set[str]) -> DocumentFactsRow:
     return DocumentFactsRow(doc_id=facts.doc_id, tenant=tenant, version=facts.version, content_hash=content_hash,
-                            facts_version=FACTS_VERSION, facts_json=facts.to_json(), words=vocabulary_text(words))
+                            facts_version=FACTS_VERSION, facts_json=facts.to_json(), sections_json=facts.sections_json,
+                            words=vocabulary_text(words))
 
 
 def vocabulary_text(words: set[str]) -> str:
     return " " + " ".join(sorted(w for w in words if " " not in w)) + " "
 
 
-def read_facts(engine, tenant: str, doc_ids: Optional[list[str]] = None) -> dict[str, DocumentFacts]:
+def read_facts(engine, tenant: str, doc_ids: Optional[list[str]] = None,
+               sections: bool = False) -> dict[str, DocumentFacts]:
     """doc_id -> facts of the tenant's ingested documents (those of ``doc_ids`` when given), in file-name order:
-    one query; documents without current facts have them computed and stored here."""
+    one query; documents without current facts have them computed and stored here. ``sections``: read the
+    section trees too (otherwise ``DocumentFacts.sections`` is empty for stored facts)."""
     with Session(engine) as s:
-        q = (select(Document, DocumentFactsRow.version, DocumentFactsRow.content_hash, DocumentFactsRow.facts_version,
-                    DocumentFactsRow.facts_json)
+        q = (select(Document.id, Document.filename, Document.version, Document.content_hash,
+                    DocumentFactsRow.version, DocumentFactsRow.content_hash, DocumentFactsRow.facts_version,
+                    DocumentFactsRow.facts_json, DocumentFactsRow.sections_json if sections else sa.literal(""))
              .join(DocumentFactsRow, DocumentFactsRow.doc_id == Document.id, isouter=True)
              .where(Document.tenant == tenant, Document.status == "ingested", Document.version > 0))
         if doc_ids:
             q = q.where(col(Document.id).in_(list(doc_ids)))
         rows = s.exec(q.order_by(Document.filename)).all()
     out: dict[str, DocumentFacts] = {}
-    for doc, version, content_hash, facts_version, facts_json in rows:
-        if (version, content_hash, facts_version) == (doc.version, doc.content_hash, FACTS_VERSION):
-            out[doc.id] = DocumentFacts.from_json(doc.id, doc.filename, doc.version, facts_json)
+    for doc_id, filename, version, content_hash, f_version, f_hash, f_facts_version, facts_json, sections_json in rows:
+        if (f_version, f_hash, f_facts_version) == (version, content_hash, FACTS_VERSION):
+            out[doc_id] = DocumentFacts.from_json(doc_id, filename, version, facts_json, sections_json or "[]")
         else:
-            out[doc.id] = compute_stored(engine, doc)
+            out[doc_id] = compute_stored(engine, doc_id)
     return out
 
 
-def compute_stored(engine, doc: Document) -> DocumentFacts:
+def compute_stored(engine, doc_id: str) -> DocumentFacts:
     """The facts of an already stored document version, from its chunks and catalogue entries; written back
     (a failure to write is logged: the facts are still returned)."""
     with Session(engine) as s:
+        doc = s.get(Document, doc_id)
         chunks = s.exec(select(Chunk).where(Chunk.doc_id == doc.id, Chunk.version == doc.version)
                         .order_by(Chunk.ord)).all()
         entries = s.exec(select(TableEntry).where(TableEntry.doc_id == doc.id, TableEntry.version == doc.version)
@@ -90,3 +96,11 @@ def docs_with_words(engine, tenant: str, words: list[str], doc_ids: Optional[lis
                 q = q.where(col(DocumentFactsRow.doc_id).in_(list(doc_ids)))
             out[w] = set(s.exec(q).all())
     return out
+
+
+def add_facts_columns(engine) -> None:
+    """A facts table created before ``sections_json`` existed gets the column, empty (such rows are computed
+    again on their next read: their ``facts_version`` is older)."""
+    if "sections_json" not in {c["name"] for c in sa.inspect(engine).get_columns("lx_document_facts")}:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ALTER TABLE lx_document_facts ADD COLUMN sections_json TEXT NOT NULL DEFAULT ''")

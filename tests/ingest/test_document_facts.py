@@ -79,6 +79,8 @@ def test_facts_are_read_at_ingest_and_stored_with_the_document(kb, tmp_path):
     k = facts[c]
     assert k.parties[:2] == ["Acme Widgets Corp", "Beta Parts LLC"] and date(2021, 3, 3) in k.dates
     assert k.filing.form is None and not k.calendar
+    assert k.sections == []  # a read of every document leaves the section trees out
+    k = kb.for_tenant("t1").document_facts(c)
     numbered = {s.number: s for s in k.sections if s.number}
     assert {"1", "1.1", "2", "14"} <= set(numbered), k.sections
     assert k.sections[numbered["1.1"].parent].number == "1" and numbered["1.1"].level == 2
@@ -101,7 +103,7 @@ def test_a_document_stored_before_facts_gets_them_on_first_read_once(kb, tmp_pat
     from ingest.models import DocumentFactsRow
 
     c = _ingest(kb, tmp_path, "supply.txt", CONTRACT, "t1")
-    at_ingest = _row(kb, c).facts_json
+    at_ingest, at_ingest_sections = _row(kb, c).facts_json, _row(kb, c).sections_json
     with Session(kb.engine) as s:  # a database from before facts existed: no row
         s.delete(s.get(DocumentFactsRow, c))
         s.commit()
@@ -110,6 +112,7 @@ def test_a_document_stored_before_facts_gets_them_on_first_read_once(kb, tmp_pat
     row = _row(kb, c)
     assert row is not None and row.facts_version == FACTS_VERSION
     assert row.facts_json == at_ingest  # the same facts from the stored chunks and catalogue as at ingest
+    assert row.sections_json == at_ingest_sections and '"number": "14"' in row.sections_json
     # stored once: the next read takes the stored row as it is
     with Session(kb.engine) as s:
         r = s.get(DocumentFactsRow, c)
@@ -137,3 +140,18 @@ def test_a_new_version_replaces_the_facts_and_deleting_the_document_removes_them
 
     with Session(kb.engine) as s:
         assert s.exec(select(DocumentFactsRow)).all() == []
+
+
+def test_a_facts_table_from_before_the_section_column_gets_it(tmp_path):
+    import sqlalchemy as sa
+
+    from ingest.store import make_engine
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE lx_document_facts DROP COLUMN sections_json")
+    engine.dispose()
+    engine = make_engine(url)
+    assert "sections_json" in {c["name"] for c in sa.inspect(engine).get_columns("lx_document_facts")}
+    engine.dispose()
