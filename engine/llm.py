@@ -95,7 +95,7 @@ class LLM:
 
     def __init__(self, model_path, *, max_model_len: int = 8192, max_num_seqs: int = 8,
                  memory_gib: Optional[float] = None,
-                 kv_dtype: str = "bfloat16", chunk_tokens: int = 512, device: str = "cpu",
+                 kv_dtype: str = "bfloat16", chunk_tokens: Optional[int] = None, device: str = "cpu",
                  speculative: bool = True, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None,
                  decode_graphs: str = "auto", cpu_gemm: Optional[str] = None, compile_decode: str = "off"):
         """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators. ``memory_gib``: a cap on

@@ -16,12 +16,12 @@ from engine.block_manager import BlockManager
 from engine.detokenizer import IncrementalText
 from engine.kernels.cpu_prefill_attention import bf16_prefill
 from engine.model_runner import ModelRunner
-from engine.planner import GIB, size_pools
+from engine.memory_budget import engine_budget, resolve_engine_config
+from engine.planner import pools_of
 from engine.sampling import SamplingParams
 from engine.scheduler import Scheduler, SchedulerConfig
 from engine.sequence import Sequence
 from engine.snapshot import SnapshotStore
-from engine.spec_checkpoints import MambaCheckpoints
 from engine.spec_decode import PromptLookup, SpecStats
 
 Prompt = Union[str, list[int]]
@@ -33,17 +33,20 @@ class EngineConfig:
     max_num_seqs: int = 8
     memory_gib: Optional[float] = None  # a cap; None: CUDA sizes from the device, CPU from the model's need
     kv_dtype: str = "bfloat16"
-    chunk_tokens: int = 512
+    chunk_tokens: Optional[int] = None  # None: the device's default (engine/memory_budget.py: CPU 512, CUDA 2048)
     device: str = "cpu"
     speculative: bool = True  # prompt-lookup drafts for greedy requests (outputs identical to plain greedy)
     num_spec_tokens: int = 4
     block_size: int = 16
     max_waiting: int = 64
-    n_snapshot_slots: int = 4
-    memory_fraction: float = 0.9  # of the device's memory, on CUDA
+    n_snapshot_slots: Optional[int] = None  # None: the device's default (CPU 4, CUDA 2)
+    memory_fraction: Optional[float] = None  # of the device's memory, on CUDA (None: 1.0, the reserve counted apart)
     kernels: str = "auto"  # engine.kernels.select_ops: Triton on CUDA, the torch paths on CPU
     decode_graphs: str = "auto"  # CUDA graphs for decode steps on CUDA; "off" disables them (ModelRunner)
     compile_decode: str = "off"  # CPU one-sequence decode steps compiled whole: off | background | wait (ModelRunner)
+    spec_seqs: Optional[int] = None  # sequences that may speculate in one step (their Mamba checkpoints are
+    # allocated); None: the device's default (CPU every running sequence, CUDA 2)
+    runtime_reserve_gib: Optional[float] = None  # None: the device's default (CUDA 1 GiB, or more if measured)
 
 
 @dataclass
@@ -71,19 +74,17 @@ class LLMEngine:
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         cfg = self.model.config
         self.eos_ids = set(self.tokenizer.eos_token_ids if self.tokenizer else cfg.eos_token_ids)
-        cap = None if config.memory_gib is None else int(config.memory_gib * GIB)
+        # every allocation below (pools, state slots, checkpoints, decode tables) from the one budget that
+        # ``lexicon plan`` prints (engine/memory_budget.py)
+        self.config = config = resolve_engine_config(config, self.model.device)
         conv_bytes = torch.finfo(self.model.dtype).bits // 8
         spec_tokens = config.num_spec_tokens if config.speculative else 0
-        checkpoint_bytes = MambaCheckpoints.nbytes_for(self.model.mamba_state_shapes(), config.max_num_seqs,
-                                                       spec_tokens + 1, conv_bytes) if spec_tokens else 0
-        pools = size_pools(cfg, cap, _weights_bytes(self.model), config.kv_dtype,
-                           config.max_model_len, config.max_num_seqs, config.chunk_tokens, config.block_size,
-                           config.n_snapshot_slots, conv_bytes=conv_bytes, device=str(self.model.device),
-                           memory_fraction=config.memory_fraction, reserved_bytes=checkpoint_bytes)
-        self.pools = pools
+        self.budget = engine_budget(cfg, _weights_bytes(self.model), config, self.model.device, conv_bytes)
+        self.pools = pools = pools_of(self.budget)
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
                                   config.kv_dtype, config.kernels, config.max_num_seqs, config.max_model_len,
-                                  config.decode_graphs, spec_tokens, config.compile_decode)
+                                  config.decode_graphs, spec_tokens, config.compile_decode,
+                                  spec_rows=config.spec_seqs)
         # bf16 prefill attention where the prefill GEMMs round to bf16 anyway (int4 weights) and the pool is bf16
         self.runner.ctx.prefill_bf16 = bf16_prefill(self.model)
         blocks = BlockManager(pools.num_kv_blocks, config.block_size)
@@ -135,13 +136,16 @@ class LLMEngine:
     def step(self) -> list[tuple[Sequence, str]]:
         """One batch; -> (sequence, new text) for every sequence that produced text or finished."""
         if self.lookup is not None:
+            drafting = 0  # no more than spec_seqs sequences speculate in one step (their checkpoint rows)
             for seq in self.scheduler.running:
-                if not seq.is_prefilling and seq.pending == 1 and seq.params.greedy:
+                if drafting < self.config.spec_seqs and not seq.is_prefilling and seq.pending == 1 \
+                        and seq.params.greedy:
                     room = seq.max_len - len(seq)  # never write KV past the reservation
                     if seq.ngram_index is None:
                         seq.ngram_index = self.lookup.new_index()
                     k = min(self.lookup.k, room, seq.params.max_tokens - seq.num_output - 1)
                     seq.draft = self.lookup.propose(seq.token_ids, k, seq.ngram_index)
+                    drafting += bool(seq.draft)
         batch = self.scheduler.schedule()
         if not batch.seqs:
             return []

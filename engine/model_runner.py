@@ -35,7 +35,7 @@ class ModelRunner:
     def __init__(self, model: HybridLM, num_kv_blocks: int, block_size: int, num_state_slots: int,
                  kv_dtype: str = "bfloat16", kernels: str = "auto", max_num_seqs: int = 8,
                  max_model_len: int = 8192, decode_graphs: str = "auto", spec_tokens: int = 0,
-                 compile_decode: str = "off"):
+                 compile_decode: str = "off", spec_rows: Optional[int] = None):
         """``decode_graphs``: "auto" (CUDA graphs on CUDA with the Triton kernels, else the eager paged step),
         "capture" (graphs; CUDA only), "static" (the graphs' static-buffer step, run eagerly: any device),
         "off" (eager). ``compile_decode``: a CPU dense model's one-sequence decode steps through one compiled
@@ -60,8 +60,10 @@ class ModelRunner:
         self.ctx = PagedContext(self.kv, self.states, self.ops)
         self.ctx.decode_bf16 = bf16_decode(model)  # bf16 decode attention where q/k/v are bf16-rounded anyway
         self.has_mamba = bool(cfg.layer_indices("mamba"))
-        self.checkpoints = (MambaCheckpoints(self.states, max_num_seqs, spec_tokens + 1)
-                            if spec_tokens and self.has_mamba else None)
+        # checkpoint rows: the sequences that may speculate in one step (``spec_rows``; default all of them)
+        rows = max_num_seqs if spec_rows is None else spec_rows
+        self.checkpoints = (MambaCheckpoints(self.states, rows, spec_tokens + 1)
+                            if spec_tokens and self.has_mamba and rows else None)
         self.graphs: Optional[DecodeGraphs] = None
         self.last_logits: Optional[torch.Tensor] = None
         cuda = model.device.type == "cuda"

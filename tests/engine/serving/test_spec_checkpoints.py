@@ -70,7 +70,7 @@ def test_checkpoint_memory_is_counted_and_refuses_too_many_rows(tiny_hybrid):
     assert ck.nbytes == MambaCheckpoints.nbytes_for(shapes, 4, 5, 4)
     no_spec = engine_for(tiny_hybrid, False, "default")
     assert no_spec.runner.checkpoints is None
-    assert engine.pools.budget.overhead_bytes - no_spec.pools.budget.overhead_bytes == ck.nbytes
+    assert engine.budget.checkpoint_bytes == ck.nbytes and no_spec.budget.checkpoint_bytes == 0
     with pytest.raises(ValueError, match="checkpoint rows"):
         ck.begin({i: (i + 1, 2) for i in range(5)})
     with pytest.raises(ValueError, match="positions"):
