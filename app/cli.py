@@ -132,14 +132,22 @@ def plan(
     model: str = typer.Option("puzzle-75b-a9b", help="preset name or path to a config.json"),
     weights: str = typer.Option("nvfp4", help="bf16 | fp8 | nvfp4"),
     kv_dtype: str = typer.Option("fp8", help="bf16 | fp8"),
-    gpu_gib: float = typer.Option(80.0, help="device memory in GiB (H100 80GB = 80)"),
-    context: int = typer.Option(1_000_000, help="tokens per context"),
-    memory_fraction: float = typer.Option(0.95, help="fraction of device memory the engine may use (vLLM-style gpu_memory_utilization)"),
+    gpu_gib: float = typer.Option(79.1, help="device memory in GiB (an H100 80GB reports 79.1)"),
+    context: int = typer.Option(1_000_000, help="tokens per context (the engine's max_model_len)"),
+    memory_fraction: Optional[float] = typer.Option(None, help="fraction of device memory the engine may use "
+                                                    "(default: the engine's, 1.0 with the runtime reserve counted)"),
+    max_num_seqs: int = typer.Option(8, help="the engine's max_num_seqs"),
+    chunk_tokens: Optional[int] = typer.Option(None, help="prefill chunk (default: the engine's for the device)"),
+    snapshot_slots: Optional[int] = typer.Option(None, help="snapshot state slots (default: the engine's)"),
+    spec_seqs: Optional[int] = typer.Option(None, help="sequences that may speculate at once (default: the engine's)"),
+    device: str = typer.Option("cuda", help="whose engine defaults: cuda | cpu"),
 ) -> None:
-    """Capacity planner: memory breakdown and how many concurrent contexts fit."""
+    """Capacity planner: what the engine allocates (the same budget function) and how many contexts fit."""
     from engine.planner import plan_command
 
-    raise typer.Exit(plan_command(model, weights, kv_dtype, gpu_gib, context, memory_fraction))
+    raise typer.Exit(plan_command(model, weights, kv_dtype, gpu_gib, context, memory_fraction,
+                                  max_num_seqs=max_num_seqs, chunk_tokens=chunk_tokens, snapshot_slots=snapshot_slots,
+                                  spec_seqs=spec_seqs, device=device))
 
 
 @cli.command()

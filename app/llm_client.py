@@ -132,7 +132,7 @@ def build_chat_model(settings):
                                settings.engine_max_model_len)
     from engine.llm_engine import LLM
     llm = LLM(settings.resolved_llm_model, max_model_len=settings.engine_max_model_len,
-              max_num_seqs=settings.engine_max_num_seqs, memory_gib=settings.engine_memory_gib,
+              max_num_seqs=settings.engine_max_num_seqs, memory_gib=settings.engine_memory_cap_gib,
               kv_dtype=settings.engine_kv_dtype, chunk_tokens=settings.engine_chunk_tokens,
               device=settings.engine_device, speculative=settings.engine_speculative,
               dtype=settings.engine_torch_dtype, cpu_gemm=settings.engine_cpu_gemm,

@@ -332,8 +332,12 @@ class LexiconService:
 
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            plan_command("smollm2-135m", "bf16", "bf16", self.settings.engine_memory_gib,
-                         self.settings.engine_max_model_len, 0.9)
+            cap = self.settings.engine_memory_cap_gib
+            if cap is None:  # "auto" on CUDA: the device's memory
+                import torch
+                cap = torch.cuda.mem_get_info()[1] / 1024 ** 3
+            plan_command("smollm2-135m", "bf16", "bf16", cap, self.settings.engine_max_model_len,
+                         device=self.settings.engine_device)
         return buf.getvalue()
 
     def close(self) -> None:

@@ -37,6 +37,9 @@ def packaged_llm_gguf() -> Path:
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+CPU_MEMORY_GIB = 4.0  # the engine's memory cap on a CPU when engine_memory_gib is "auto"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LEXICON_", env_nested_delimiter="__", extra="ignore")
 
@@ -58,7 +61,9 @@ class Settings(BaseSettings):
     # Engine
     engine_max_model_len: int = 8192
     engine_kv_dtype: str = "bfloat16"
-    engine_memory_gib: float = 4.0  # memory the engine may use for weights + caches on this device
+    # a cap on the engine's weights + caches; "auto": on CUDA the engine sizes itself from the device
+    # (torch.cuda.mem_get_info, engine/memory_budget.py), elsewhere CPU_MEMORY_GIB
+    engine_memory_gib: float | Literal["auto"] = "auto"
     engine_max_num_seqs: int = 8
     engine_chunk_tokens: int = 512
     engine_device: str = "cpu"
@@ -124,6 +129,13 @@ class Settings(BaseSettings):
     @property
     def resolved_embedding_model(self) -> Path:
         return Path(self.embedding_model) if self.embedding_model else packaged_embedding_model()
+
+    @property
+    def engine_memory_cap_gib(self) -> float | None:
+        """The engine's memory cap: the setting, or for "auto" none on a CUDA device and CPU_MEMORY_GIB elsewhere."""
+        if self.engine_memory_gib != "auto":
+            return float(self.engine_memory_gib)
+        return None if self.engine_device.split(":")[0] == "cuda" else CPU_MEMORY_GIB
 
     @property
     def engine_torch_dtype(self):

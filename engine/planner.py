@@ -176,7 +176,7 @@ class CapacityPlan:
         lines += [
             f"  {'total the engine uses':<36}{g(b.used_bytes)}",
             f"  {'left unused':<36}{g(b.total_bytes - b.used_bytes)}",
-            f"  {'allocated at start (KV+states+ckpt+tables)':<36}{g(b.allocated_bytes)}",
+            f"  {'tensors allocated at start':<36}{g(b.allocated_bytes)}",
             f"per context of {self.context_tokens:,} tokens:",
             f"  {'KV (' + self.kv_dtype + ', ' + str(self.kv_bytes_per_token) + ' B/token)':<36}"
             f"{g(self.kv_bytes_per_token * self.context_tokens)}",

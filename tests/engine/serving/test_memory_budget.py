@@ -126,3 +126,13 @@ def test_budget_refuses_less_than_one_sequence_with_a_clear_error():
     need = memory_budget(cfg, 10_000, shape).total_bytes
     with pytest.raises(ValueError, match="cannot hold one 4096-token sequence"):
         memory_budget(cfg, 10_000, shape, total_bytes=need // 10, source="test")
+
+
+def test_serve_on_cuda_sizes_from_the_device_not_a_4_gib_setting(tmp_path):
+    """engine_memory_gib "auto" (the default): no cap on a CUDA device (the engine reads mem_get_info), the CPU
+    cap elsewhere; a number set by the operator caps both."""
+    from app.settings import CPU_MEMORY_GIB, Settings
+    assert Settings(data_dir=tmp_path, engine_device="cuda").engine_memory_cap_gib is None
+    assert Settings(data_dir=tmp_path, engine_device="cuda:1").engine_memory_cap_gib is None
+    assert Settings(data_dir=tmp_path, engine_device="cpu").engine_memory_cap_gib == CPU_MEMORY_GIB
+    assert Settings(data_dir=tmp_path, engine_device="cuda", engine_memory_gib=20).engine_memory_cap_gib == 20.0
