@@ -35,3 +35,14 @@ def apply(views: list[TableView], columns: Optional[dict] = None) -> None:
             year, quarter = (columns.get(v.info.sql_name) or {}).get(c.key, (None, None))
             if year is not None:
                 c.period = Period(int(year), int(quarter) if quarter else None)
+
+
+def apply_stored(views: list[TableView], kbt=None) -> None:
+    """``apply`` to each document's views with the column periods stored with it (``kbt.facts``, one read for
+    all of them); from the catalogue entries where there is no tenant-bound knowledge base."""
+    by_doc: dict[str, list[TableView]] = {}
+    for v in views:
+        by_doc.setdefault(v.info.doc_id, []).append(v)
+    facts = kbt.facts(list(by_doc)) if kbt is not None and by_doc else {}
+    for doc_id, doc_views in by_doc.items():
+        apply(doc_views, facts[doc_id].columns if doc_id in facts else None)

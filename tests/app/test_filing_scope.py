@@ -235,3 +235,23 @@ def test_real_filing_covers_are_read_without_their_file_names():
             pages = [p.extract_text() or "" for p in pdf.pages[:12]]
         f = from_text("\n".join(pages[:2]), "\n".join(pages))
         assert (f.form, f.fiscal_year, f.quarter) == expected, (name, f)
+
+
+def test_documents_for_reads_the_scope_once_from_the_stored_facts(env):
+    """``documents_for``: the documents, the company and the filing named, the asking part; a company no
+    document is about is said, not answered from the others."""
+    from app.agent.scope import documents_for
+
+    kb, _deps, ids = env
+    kbt = kb.for_tenant(TENANT)
+    sc = documents_for(kbt, "How many stores did Northwind operate at the end of Q2 of FY2024?")
+    assert sc.doc_ids == [ids["northwind-b.pdf"]] and sc.filing and sc.asked.quarters == [(2, 2024)]
+    assert sc.company.matched == ["Northwind"] and not sc.out_of_scope
+    sc = documents_for(kbt, "How many stores did Globex's subsidiary operate in FY2023?")
+    assert sc.out_of_scope and "Globex" in sc.not_in_documents
+    # the caller's documents bound everything: a filing outside them is never chosen
+    sc = documents_for(kbt, "How many stores did Northwind operate at the end of Q2 of FY2024?",
+                       [ids["northwind-a.pdf"], ids["northwind-c.pdf"]])
+    assert set(sc.doc_ids or []) <= {ids["northwind-a.pdf"], ids["northwind-c.pdf"]}
+    # another tenant sees none of these documents
+    assert documents_for(kb.for_tenant("someone-else"), "How many stores did Northwind operate?").doc_ids is None
