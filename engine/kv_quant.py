@@ -30,28 +30,35 @@ def new_scales(n_kv: int, num_blocks: int, device) -> torch.Tensor:
     return torch.full((n_kv, num_blocks), EMPTY, dtype=torch.int8, device=device)
 
 
+def touched_blocks(slots: list[int], block_size: int) -> tuple[list[int], list[int]]:
+    """(the distinct blocks of ``slots`` in order, each slot's index into them): what ``write_fp8`` needs,
+    computed on the host from the step's own lists (engine/paged_context.py) instead of by torch.unique."""
+    order: dict[int, int] = {}
+    inv = [order.setdefault(s // block_size, len(order)) for s in slots]
+    return list(order), inv
+
+
 def write_fp8(pool: torch.Tensor, scales: torch.Tensor, slots: torch.Tensor, x: torch.Tensor,
-              block_size: int) -> None:
+              block_size: int, blocks: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Store x [T, KV, hd] (any float dtype) at pool slots ``slots`` [T] of pool [KV, S, hd] fp8, growing the
-    exponents of the touched blocks (and rescaling their earlier entries) where the new values need it."""
+    exponents of the touched blocks (and rescaling their earlier entries) where the new values need it.
+    ``blocks``: (distinct blocks [U], each slot's index into them [T]) on the pool's device, from
+    ``touched_blocks``; without them torch.unique finds them. Every touched block is rescaled by
+    2^(old - new), 1 (an exact no-op) where its exponent did not grow: no data-dependent shape, no host sync."""
     if slots.numel() == 0:
         return
     raw = pool.view(torch.uint8)  # CPU index ops lack fp8: move the bytes
     n_kv = pool.shape[0]
     xt = x.float().transpose(0, 1)  # [KV, T, hd]
     need = exponent_for(xt.abs().amax(-1))  # [KV, T]
-    blk = slots // block_size
-    ub, inv = torch.unique(blk, return_inverse=True)
-    old = scales[:, ub].to(torch.int32)  # [KV, U]
+    ub, inv = blocks if blocks is not None else torch.unique(slots // block_size, return_inverse=True)
+    old = scales.index_select(1, ub).to(torch.int32)  # [KV, U]
     new = old.scatter_reduce(1, inv[None].expand(n_kv, -1), need, "amax", include_self=True)
-    grown = new > old
-    if bool(grown.any()):
-        g = grown.any(0).nonzero().flatten()  # blocks where some head grew
-        rows = (ub[g][:, None] * block_size + torch.arange(block_size, device=pool.device)).flatten()
-        cur = raw.index_select(1, rows).view(FP8).float()
-        ratio = torch.exp2((old[:, g] - new[:, g]).float()).repeat_interleave(block_size, 1)
-        raw.index_copy_(1, rows, (cur * ratio[..., None]).to(FP8).view(torch.uint8))
-    scales[:, ub] = new.to(torch.int8)
+    rows = (ub[:, None] * block_size + torch.arange(block_size, device=pool.device)).flatten()
+    cur = raw.index_select(1, rows).view(FP8).float()
+    ratio = torch.exp2((old - new).float()).repeat_interleave(block_size, 1)
+    raw.index_copy_(1, rows, (cur * ratio[..., None]).to(FP8).view(torch.uint8))
+    scales.index_copy_(1, ub, new.to(torch.int8))
     q = (xt * torch.exp2(-new[:, inv].float())[..., None]).to(FP8)
     raw.index_copy_(1, slots, q.view(torch.uint8))
 

@@ -181,6 +181,11 @@ class PagedContext:
         live = {id(t) for t in block_tables}
         self._tables = {k: v for k, v in self._tables.items() if k in live}
         self.write_idx = torch.tensor(write, dtype=torch.long, device=dev)
+        self.write_blocks = None
+        if self.kv.fp8:  # FP8 KV: the touched blocks from the host lists, once per step (no torch.unique per layer)
+            ub, inv = kv_quant.touched_blocks(write, bs)
+            both = torch.tensor(ub + inv, dtype=torch.long, device=dev)
+            self.write_blocks = (both[:len(ub)], both[len(ub):])
         # one run of consecutive slots (a prefill chunk, a lone decode): a slice copy instead of index_copy_
         run = len(write) > 0 and write[-1] - write[0] == len(write) - 1 and write == list(range(write[0], write[-1] + 1))
         self.write_run = slice(write[0], write[-1] + 1) if run else None
@@ -212,8 +217,8 @@ class PagedContext:
         fp8 = self.kv.fp8
         if fp8:  # scaled per (block, kv head); see engine/kv_quant.py
             ks, vs = self.kv.k_scale[attn_idx], self.kv.v_scale[attn_idx]
-            kv_quant.write_fp8(kc, ks, self.write_idx, k, bs)
-            kv_quant.write_fp8(vc, vs, self.write_idx, v, bs)
+            kv_quant.write_fp8(kc, ks, self.write_idx, k, bs, self.write_blocks)
+            kv_quant.write_fp8(vc, vs, self.write_idx, v, bs, self.write_blocks)
         elif self.write_run is not None:
             kc[:, self.write_run].copy_(k.transpose(0, 1))
             vc[:, self.write_run].copy_(v.transpose(0, 1))

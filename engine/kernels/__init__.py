@@ -31,6 +31,7 @@ class Ops:
     # a host-side planner (CPU): the paged context builds one plan per short step (decode, verify) from the
     # sequences' reads and passes it to decode_attention as plan= (no device block tables)
     plan_decode: Optional[Callable] = None
+    linear_fp8: Optional[Callable] = None  # fp8_linear_* contract (engine/kernels/fp8_linear.py); None: dequantize
 
 
 DEFAULT = Ops("default")
@@ -46,11 +47,12 @@ def triton_available() -> bool:
 
 def torch_ops() -> Ops:
     from engine.kernels.decode_attention import paged_decode_attention_torch
+    from engine.kernels.fp8_linear import fp8_linear_torch
     from engine.kernels.fused_moe import fused_moe_torch, nvfp4_linear_torch
     from engine.kernels.mamba_step import mamba_multi_step_torch
     from engine.kernels.prefill_attention import paged_prefill_attention_torch
     return Ops("torch", paged_decode_attention_torch, paged_prefill_attention_torch, mamba_multi_step_torch,
-               fused_moe_torch, nvfp4_linear_torch)
+               fused_moe_torch, nvfp4_linear_torch, linear_fp8=fp8_linear_torch)
 
 
 def cpu_ops() -> Ops:
@@ -65,6 +67,7 @@ def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
 
     from engine.kernels.decode_attention import paged_decode_attention_torch, paged_decode_attention_triton
     from engine.kernels.fallback import Guarded
+    from engine.kernels.fp8_linear import fp8_linear_torch, fp8_linear_triton
     from engine.kernels.fused_moe import fused_moe_torch, fused_moe_triton, nvfp4_linear_torch, nvfp4_linear_triton
     from engine.kernels.mamba_step import mamba_multi_step_torch, mamba_multi_step_triton
     from engine.kernels.prefill_attention import paged_prefill_attention_torch, paged_prefill_attention_triton
@@ -78,7 +81,8 @@ def triton_ops(dot_dtype: Optional[torch.dtype] = None) -> Ops:
                Guarded("mamba_step", mamba_multi_step_triton, mamba_multi_step_torch),
                Guarded("moe_nvfp4", partial(fused_moe_triton, dot_dtype=dot_dtype), fused_moe_torch),
                Guarded("linear_nvfp4", partial(nvfp4_linear_triton, dot_dtype=dot_dtype), nvfp4_linear_torch),
-               Guarded("ssd_scan", ssd_chunk_scan_triton, ssd_chunk_scan), dot_dtype)
+               Guarded("ssd_scan", ssd_chunk_scan_triton, ssd_chunk_scan), dot_dtype,
+               linear_fp8=Guarded("linear_fp8", partial(fp8_linear_triton, dot_dtype=dot_dtype), fp8_linear_torch))
 
 
 def select_ops(device, prefer: str = "auto", dot_dtype: Optional[torch.dtype] = None) -> Ops:

@@ -102,6 +102,20 @@ def _build():
     return paged_prefill_kernel
 
 
+_spans: tuple = (None, None)  # (key, device tensor) of the last call: every layer of a step passes the same spans
+
+
+def _spans_on_device(q_starts: list[int], q_lens: list[int], past_lens: list[int], dev) -> torch.Tensor:
+    """[3, n] int32 (starts, lens, pasts) on ``dev``: one pinned non-blocking copy for the step's first layer
+    (no host sync), reused by the rest (three blocking copies per layer before)."""
+    global _spans
+    key = (tuple(q_starts), tuple(q_lens), tuple(past_lens), str(dev))
+    if _spans[0] != key:
+        from engine.sampling import to_device
+        _spans = (key, to_device(torch.tensor([q_starts, q_lens, past_lens], dtype=torch.int32), dev))
+    return _spans[1]
+
+
 def paged_prefill_attention_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                                    block_tables: torch.Tensor, q_starts: list[int], q_lens: list[int],
                                    past_lens: list[int], scale: float, block_size: int,
@@ -119,9 +133,7 @@ def paged_prefill_attention_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cac
     dev = q.device
     q = q.contiguous()
     o = torch.empty(T, H, D, dtype=torch.float32, device=dev)
-    starts = torch.tensor(q_starts, dtype=torch.int32, device=dev)
-    lens = torch.tensor(q_lens, dtype=torch.int32, device=dev)
-    pasts = torch.tensor(past_lens, dtype=torch.int32, device=dev)
+    starts, lens, pasts = _spans_on_device(q_starts, q_lens, past_lens, dev)
     has_scale = k_scale is not None
     ks, vs = (k_scale, v_scale) if has_scale else (lens, lens)
     grid = (len(q_lens), H, -(-max(q_lens) // block_m))

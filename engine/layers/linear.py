@@ -78,7 +78,7 @@ class Linear(nn.Module):
         self.dense_bias: Optional[torch.Tensor] = None
         self.packed_dtype: Optional[torch.dtype] = None  # activation dtype the packed GEMM takes
         self._zero_bias: Optional[torch.Tensor] = None
-        self.nvfp4_gemm = None  # a GEMM that dequantizes NVFP4 parts in-kernel (engine.kernels), set once
+        self.quant_gemm = None  # a GEMM that dequantizes NVFP4 / FP8 parts in-kernel (engine.kernels), set once
         self.int4_max_rows = INT4_MAX_ROWS  # int4: GEMMs of more rows run on the dense copy (the LM head: 1)
 
     def set_weight(self, parts: Sequence, dtype: torch.dtype, device) -> None:
@@ -192,8 +192,8 @@ class Linear(nn.Module):
             shape = x.shape
             y = torch.fbgemm_linear_fp16_weight(x.reshape(-1, shape[-1]).contiguous(), self.packed, bias)
             return y.view(*shape[:-1], self.out_features)
-        if self.nvfp4_gemm is not None and self.compressed is not None:
-            parts = [self.nvfp4_gemm(x, p) for p in self.compressed]
+        if self.quant_gemm is not None and self.compressed is not None:
+            parts = [self.quant_gemm(x, p) for p in self.compressed]
             y = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
             return y if self.bias is None else y + self.bias
         return F.linear(x, self.dense_weight(x.dtype), self.bias)

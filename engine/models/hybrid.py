@@ -139,8 +139,9 @@ class HybridLM(nn.Module):
 
     def use_ops(self, ops) -> None:
         """Pick the kernels once (engine.kernels.select_ops): every Mamba layer's decode state update and prefill
-        scan, the fused NVFP4 MoE and the NVFP4 projections (where the weights are NVFP4)."""
+        scan, the fused NVFP4 MoE and the NVFP4 / FP8 projections (weights dequantized in the kernel)."""
         from engine.layers.moe import Experts
+        from engine.quant.fp8 import Fp8Tensor
         from engine.quant.nvfp4 import Nvfp4Tensor
         from engine.ops.ssd import ssd_chunk_scan
         for m in self.mamba_layers():
@@ -151,8 +152,9 @@ class HybridLM(nn.Module):
             if isinstance(module, Experts):
                 module.use_fused(ops.moe_nvfp4)
             elif isinstance(module, Linear):
-                nvfp4 = module.compressed is not None and all(isinstance(p, Nvfp4Tensor) for p in module.compressed)
-                module.nvfp4_gemm = ops.linear_nvfp4 if nvfp4 else None
+                kinds = {type(p) for p in module.compressed or ()}
+                module.quant_gemm = (ops.linear_nvfp4 if kinds == {Nvfp4Tensor} else
+                                     ops.linear_fp8 if kinds == {Fp8Tensor} else None)
 
     def pack_cpu(self, kind: str = "onednn") -> int:
         """CPU models: move every projection (and the LM head) to packed GEMMs (``Linear.pack_cpu``):

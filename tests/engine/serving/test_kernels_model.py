@@ -78,7 +78,7 @@ def test_nvfp4_model_with_fused_moe_and_gemm_kernels_equals_the_torch_paths(nvfp
     model = engine.model
     moe = [m for m in model.modules() if type(m).__name__ == "Experts"]
     assert moe and all(m.fused is not None for m in moe)
-    assert sum(1 for m in model.modules() if getattr(m, "nvfp4_gemm", None) is not None) >= 6
+    assert sum(1 for m in model.modules() if getattr(m, "quant_gemm", None) is not None) >= 6
     assert got == want
 
 
@@ -99,4 +99,25 @@ def test_prefill_scan_kernel_in_the_model_equals_the_torch_scan():
     _, want = run(loaded, "default", "float32")
     engine, got = run(loaded, "triton", "float32")
     assert all(m.scan is not ssd_chunk_scan for m in engine.model.mamba_layers())
+    assert got == want
+
+
+@pytest.mark.parametrize("kernels", ["torch", pytest.param("triton", marks=pytest.mark.slow)])
+def test_fp8_model_with_the_in_kernel_dequantizing_gemm_equals_the_torch_paths(kernels):
+    """FP8 projections (128x128 block scales) run through fp8_linear (dequantized in the kernel, not whole
+    per call) and give the tokens of the engine's dequantize-then-matmul path."""
+    if kernels == "triton":
+        pytest.importorskip("triton")
+    from hybrid_fixtures import random_hybrid, tiny_hybrid_config
+
+    from engine.layers.linear import Linear
+    from engine.quant.fp8 import quantize_fp8
+
+    loaded = random_hybrid(tiny_hybrid_config(), seed=4)
+    for name, m in loaded.model.named_modules():
+        if isinstance(m, Linear) and name != "lm_head":
+            m.set_weight([quantize_fp8(m.weight.detach(), block=128)], torch.float32, "cpu")
+    _, want = run(loaded, "default", "float32")
+    engine, got = run(loaded, kernels, "float32")
+    assert sum(1 for m in engine.model.modules() if getattr(m, "quant_gemm", None) is not None) >= 6
     assert got == want

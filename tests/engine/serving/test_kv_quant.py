@@ -80,3 +80,24 @@ def test_snapshot_block_copy_carries_the_scales():
     assert torch.equal(pool.k_scale[0][:, 2], pool.k_scale[0][:, 0])
     back = kv_quant.read_fp8(pool.k[0], pool.k_scale[0], slice(2 * BS, 3 * BS), BS).transpose(0, 1)
     assert ((back - x).abs() <= x.abs() * 2 ** -4 + 1).all()
+
+
+def test_write_with_host_computed_blocks_equals_the_unique_path():
+    """The step's touched blocks from its host lists (no torch.unique / any / nonzero per layer) store the same
+    bytes and scales, including a block whose exponent grows and one that does not."""
+    from engine import kv_quant
+
+    g = torch.Generator().manual_seed(3)
+    bs, KV, D = 4, 2, 8
+    slots = [5, 6, 7, 8, 9, 20, 21]
+    pools = [torch.zeros(KV, 32, D, dtype=kv_quant.FP8) for _ in range(2)]
+    scales = [kv_quant.new_scales(KV, 8, "cpu") for _ in range(2)]
+    for step, mult in enumerate((1.0, 50.0, 0.01)):
+        x = torch.randn(len(slots), KV, D, generator=g) * mult
+        ub, inv = kv_quant.touched_blocks(slots, bs)
+        assert ub == [1, 2, 5] and inv == [0, 0, 0, 1, 1, 2, 2]
+        t = torch.tensor(slots)
+        kv_quant.write_fp8(pools[0], scales[0], t, x, bs)
+        kv_quant.write_fp8(pools[1], scales[1], t, x, bs, (torch.tensor(ub), torch.tensor(inv)))
+        assert torch.equal(pools[0].view(torch.uint8), pools[1].view(torch.uint8)), step
+        assert torch.equal(scales[0], scales[1])
