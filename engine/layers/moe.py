@@ -52,8 +52,8 @@ class Experts(nn.Module):
         if self.fused is not None:
             fn, up, down = self.fused
             return fn(x, topk_idx, topk_w, up, down).to(x.dtype)
-        if x.device.type != "cpu" and self.compressed_up is None:
-            return self.forward_gathered(x, topk_idx, topk_w)
+        if x.device.type != "cpu" and (self.compressed_up is None or self._fp8_stacked() is not None):
+            return self.forward_gathered(x, topk_idx, topk_w)  # no host sync (a CUDA graph can capture it)
         out = torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
         flat = topk_idx.reshape(-1)
         order = torch.argsort(flat, stable=True)
@@ -73,22 +73,51 @@ class Experts(nn.Module):
         return out.to(x.dtype)
 
 
+    def _fp8_stacked(self):
+        """FP8 experts stacked once as (up, down) ``Fp8Tensor`` [E, ...] for the gathered path; None otherwise."""
+        from engine.quant.fp8 import Fp8Tensor
+        if not self.compressed_up or not all(isinstance(p, Fp8Tensor) for p in self.compressed_up + self.compressed_down):
+            return None
+        if getattr(self, "_fp8", None) is None:
+            def stack(parts):
+                scale = torch.stack([p.scale for p in parts])
+                return Fp8Tensor(torch.stack([p.data.view(torch.uint8) for p in parts]).view(torch.float8_e4m3fn),
+                                 scale.view(len(parts), 1, 1) if parts[0].scale.dim() == 0 else scale, parts[0].block)
+            up, down = stack(self.compressed_up), stack(self.compressed_down)
+            self.compressed_up = [up[e] for e in range(len(self.compressed_up))]  # views: no second copy
+            self.compressed_down = [down[e] for e in range(len(self.compressed_down))]
+            self._fp8 = (up, down)
+        return self._fp8
+
+    def _gather(self, e: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """The weights of the experts ``e`` [P] as dense [P, I, D] / [P, D, I] (FP8: the gathered bytes
+        dequantized, never all experts)."""
+        fp8 = self._fp8_stacked() if self.compressed_up else None
+        if fp8 is None:
+            return self.up.index_select(0, e).to(dtype), self.down.index_select(0, e).to(dtype)
+        from engine.quant.fp8 import Fp8Tensor
+        out = []
+        for w in fp8:
+            data = w.data.view(torch.uint8).index_select(0, e).view(torch.float8_e4m3fn)
+            out.append(Fp8Tensor(data, w.scale.index_select(0, e), w.block).dequantize(dtype))
+        return out[0], out[1]
+
     def forward_gathered(self, x: torch.Tensor, topk_idx: torch.Tensor, topk_w: torch.Tensor,
                          chunk_bytes: int = 256 * 2 ** 20) -> torch.Tensor:
-        """The same sum without a host sync (what a CUDA graph can capture; used off the CPU for dense experts):
-        each routed pair gathers its expert's weights and runs a batched GEMV, in chunks of pairs whose
+        """The same sum without a host sync (what a CUDA graph can capture; used off the CPU for dense and FP8
+        experts): each routed pair gathers its expert's weights and runs a batched GEMV, in chunks of pairs whose
         gathered weights stay under ``chunk_bytes``. Reads a shared expert once per pair, so it suits decode."""
         T, k = topk_idx.shape
         flat = topk_idx.reshape(-1)
         xs = x.repeat_interleave(k, dim=0)  # [T*k, D], pair t*k+j
-        E, inter, dim = self.up.shape
-        per_pair = 2 * inter * dim * self.up.element_size()
+        inter, dim = (self.compressed_up[0].shape if self.compressed_up else self.up.shape[1:])
+        per_pair = 2 * inter * dim * max(x.element_size(), 2)
         step = max(1, chunk_bytes // per_pair)
         outs = []
         for c in range(0, T * k, step):
-            e = flat[c:c + step]
-            h = torch.relu(torch.bmm(self.up.index_select(0, e).to(x.dtype), xs[c:c + step, :, None])).square()
-            outs.append(torch.bmm(self.down.index_select(0, e).to(x.dtype), h)[..., 0].float())
+            up, down = self._gather(flat[c:c + step], x.dtype)
+            h = torch.relu(torch.bmm(up, xs[c:c + step, :, None])).square()
+            outs.append(torch.bmm(down, h)[..., 0].float())
         y = torch.cat(outs).view(T, k, dim) * topk_w.float()[..., None]
         return y.sum(1).to(x.dtype)
 

@@ -149,6 +149,31 @@ def test_gathered_moe_equals_the_per_expert_loop(tiny_hybrid):
                                    rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("scale", ["block", "tensor"])
+def test_gathered_moe_with_fp8_experts_equals_the_expert_loop(scale):
+    """FP8 experts off the CPU take the gathered path (no bincount().tolist() host sync): the routed experts'
+    bytes gathered and dequantized, never all experts; the per-expert parts become views of one stack."""
+    from engine.layers.moe import Experts
+    from engine.quant.fp8 import quantize_fp8
+
+    g = torch.Generator().manual_seed(5)
+    E, inter, dim = 6, 48, 32
+    ex = Experts(E, dim, inter)
+    ex.compressed_up = [quantize_fp8(torch.randn(inter, dim, generator=g) / dim ** 0.5,
+                                     block=16 if scale == "block" else None) for _ in range(E)]
+    ex.compressed_down = [quantize_fp8(torch.randn(dim, inter, generator=g) / inter ** 0.5,
+                                       block=16 if scale == "block" else None) for _ in range(E)]
+    x = torch.randn(5, dim, generator=g)
+    idx = torch.rand(5, E, generator=g).topk(2, dim=-1).indices
+    w = torch.rand(5, 2, generator=g)
+    want = ex(x, idx, w)  # CPU: the per-expert loop
+    got = ex.forward_gathered(x, idx, w, chunk_bytes=3 * 2 * inter * dim * 4)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    up, _ = ex._fp8_stacked()
+    assert ex.compressed_up[2].data.data_ptr() == up.data[2].data_ptr()
+    torch.testing.assert_close(ex(x, idx, w), want, rtol=0, atol=0)  # the views read the same bytes
+
+
 def test_prompt_ids_out_of_range_are_refused_before_any_step(tiny_hybrid):
     engine = LLMEngine(tiny_hybrid, EngineConfig(max_model_len=64, max_num_seqs=2, kv_dtype="float32"))
     for bad in ([1, 96], [-1], [1, 2.0]):
