@@ -23,7 +23,7 @@ from ingest.facts.filing import Filing, dates_in, read_filing
 from ingest.facts.sections import Section, section_tree
 
 # what the stored facts were computed by: a stored row of another version is computed again on its next read
-FACTS_VERSION = "2"
+FACTS_VERSION = "3"
 
 
 @dataclass
@@ -96,7 +96,7 @@ def compute(doc_id: str, filename: str, version: int, chunks: list[ChunkText],
     calendar = cal.calendar(by_name)
     facts = DocumentFacts(
         doc_id, filename, version, company=profile.registrant(head_text) or (parties[0] if parties else ""),
-        title=profile.title(head, chunks[0].section if chunks else ""), parties=parties,
+        title=profile.title(head, list(dict.fromkeys(c.section for c in chunks[:20]))), parties=parties,
         dates=dates_in(head_text)[:10], profile=profile.profile_tokens(filename, head),
         pairs=profile.initial_pairs(" ".join([filename.replace("_", " ")] + head)), filing=filing,
         calendar=calendar, columns=cal.column_periods(by_name, calendar),

@@ -13,9 +13,13 @@ STOP = set("""a an and are as at be by can could did do does for from has have h
 or our shall should so such than that the their them then there these they this those to was we were what when
 where which who whom whose why will with would you your about any all each per between during please tell me give
 show list many over here also consider regarding concerning under according respect""".split())
-PARTIES = re.compile(r"\bby\s+and\s+(?:between|among)\s+(.{3,400}?)(?:\.\s|\n\n|$)|\bbetween\s+(.{3,400}?)(?:\.\s|\n\n|$)",
-                     re.I | re.S)
+PARTIES = re.compile(r"\b(?:by\s+and\s+)?(?:between|among)\s+(.{3,500})", re.I | re.S)
+# where a preamble's list of parties ends: a paragraph break, the recitals, or a new sentence ("... LLC. The Parties")
+PARTIES_END = re.compile(r"\n\s*\n|\b(?:WHEREAS|RECITALS?|WITNESSETH|BACKGROUND)\b|\.\s+[A-Z][a-z]+\s+[a-z]")
 PARTY_SPLIT = re.compile(r",?\s+and\s+|;\s*", re.I)
+DOC_TYPE = re.compile(r"\b(?:agreement|contract|lease|licen[cs]e|plan|note|indenture|amendment|memorandum|charter|"
+                      r"by-?laws|policy|report|statement|release|form\s+\d)", re.I)
+EXHIBIT = re.compile(r"^\s*(?:exhibit|schedule|annex|appendix)\b[\s\d.()a-z-]*$", re.I)
 REGISTRANT = re.compile(r"([^\n(]{3,120}?)\s*\(\s*Exact name of registrant", re.I)
 
 
@@ -71,25 +75,35 @@ def table_words(tables: list[tuple[list[dict], list[dict]]]) -> set[str]:
     return out
 
 
-def title(opening_texts: list[str], first_section: str) -> str:
-    """The document's title: the first section heading, else its first short line."""
-    if first_section.strip():
-        return first_section.strip()[:200]
+def title(opening_texts: list[str], headings: list[str]) -> str:
+    """The document's title: the first of its first headings that names a kind of document ("Services
+    Agreement", "FORM 10-Q"), else the first that is no exhibit label, else its first short line."""
+    heads = [" ".join(h.split()) for h in headings[:6] if h and h.strip()]
+    for h in heads:
+        if DOC_TYPE.search(h) and len(h) <= 150:
+            return h[:200]
+    for h in heads:
+        if not EXHIBIT.match(h):
+            return h[:200]
     for line in "\n".join(opening_texts).splitlines():
-        s = line.strip()
-        if 3 <= len(s) <= 150 and any(c.isalpha() for c in s):
+        s = " ".join(line.split())
+        if 3 <= len(s) <= 150 and any(c.isalpha() for c in s) and not EXHIBIT.match(s):
             return s
-    return ""
+    return heads[0][:200] if heads else ""
 
 
 def parties(opening_text: str) -> list[str]:
-    """The parties a preamble names ("by and between Acme Corp., a Delaware corporation, and Beta LLC")."""
+    """The parties a preamble names ("by and between Acme Corp., a Delaware corporation, and Beta LLC"): the
+    name before each party's description."""
     m = PARTIES.search(opening_text[:PROFILE_CHARS])
     if not m:
         return []
+    text = m.group(1)
+    end = PARTIES_END.search(text)
+    text = " ".join((text[:end.start() + 1] if end else text).split())
     out = []
-    for part in PARTY_SPLIT.split(" ".join((m.group(1) or m.group(2)).split())):
-        name = re.split(r",|\(", part, maxsplit=1)[0].strip(" .\"“”")
+    for part in PARTY_SPLIT.split(text):
+        name = re.split(r",|\(|\s+an?\s+|\s+(?:dated|effective)\b", part, maxsplit=1)[0].strip(" .\"“”")
         if 2 <= len(name) <= 100 and name[0].isupper() and name not in out:
             out.append(name)
     return out[:6]

@@ -35,6 +35,8 @@ def number_of(title: str) -> str:
     num = m.group(1)
     if not num[0].isdigit() and not re.match(r"\s*(?:article|part)\b", title, re.I):
         return ""  # a roman numeral only after "Article"/"Part": "I" alone is a word
+    if num[0].isdigit() and int(num.split(".")[0]) > 99:
+        return ""  # "211 Bradenton Avenue": an address line, not a section number
     return num.upper() if not num[0].isdigit() else num
 
 
@@ -45,12 +47,12 @@ def section_tree(chunks: list[tuple[int, int, str]]) -> list[Section]:
         label = (label or "").strip()
         if not label:
             continue
-        if out and out[-1].title == label and out[-1].last_chunk >= ord_ - 1:
+        if out and out[-1].title == " ".join(label.split())[:300] and out[-1].last_chunk >= ord_ - 1:
             out[-1].last_chunk, out[-1].last_page = ord_, max(out[-1].last_page, page)
             continue
         num = number_of(label)
         parent, level = _parent(out, num)
-        out.append(Section(label[:300], num, level, parent, page, page, ord_, ord_))
+        out.append(Section(" ".join(label.split())[:300], num, level, parent, page, page, ord_, ord_))
     return out
 
 
