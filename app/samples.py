@@ -2,7 +2,7 @@
 
 The samples go to the tenant of the first configured API key (the key ``serve`` prints, so any
 ``LEXICON_API_KEYS`` still shows them to some key) under names no upload can take: ``[sample] <file>``
-(uploads and the UI replace brackets in file names). The files are written once with stable bytes
+(an upload under such a name is refused, ``app.uploads.clean_name``). The files are written once with stable bytes
 (``ingest.samples``), so a restart re-ingests nothing and never replaces a user's document.
 """
 from __future__ import annotations

@@ -9,25 +9,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import queue
-import re
-import shutil
 import threading
+import unicodedata
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
 
 from app import uploads
+from app.uploads import UploadRefused, UploadTooLarge  # noqa: F401  (the API maps them to their 4xx)
 from app.agent.graph import build_graph, make_checkpointer
 from app.agent.state import AgentDeps, turn_input
 from app.schemas import MAX_QUESTION_CHARS, AgentAnswer
 
 MODES = ("auto", "rag", "long", "bi")
-SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
-
-
-class UploadTooLarge(ValueError):
-    pass
 
 
 class NotFound(KeyError):
@@ -96,13 +91,14 @@ class LexiconService:
         self._ingest_pool.submit(self._resume_ingest_jobs).add_done_callback(_log_failure)
 
     def _resume_ingest_jobs(self) -> None:
-        uploads_root = (self.settings.data_dir / "uploads").resolve()
+        uploads_root = uploads.uploads_root(self.settings.data_dir).resolve()
         for summary in self.kb.resume_unfinished_jobs():
             for r in summary.results:  # a resumed upload's original goes as after a normal upload
                 path = Path(r.path).resolve()
                 keep = getattr(self.settings, "keep_uploads", False) and r.status != "failed"
                 if uploads_root in path.parents and not keep:
-                    shutil.rmtree(path.parent, ignore_errors=True)
+                    uploads.remove_folder(self.settings.data_dir, path.parent)
+        uploads.prune_empty(self.settings.data_dir)  # folders a kill left between a job and its clean-up
 
     # ---- model ----------------------------------------------------------------------------------
     def chat_model(self):
@@ -134,21 +130,23 @@ class LexiconService:
     def upload(self, tenant: str, filename: str, data: bytes) -> dict:
         if self.ingest_waiting() >= self.settings.ingest_max_pending:
             raise Busy(f"{self.ingest_waiting()} uploads are waiting to be ingested; try again later", 30)
-        limit = self.settings.max_file_mb * 2**20
-        if len(data) > limit:
-            raise UploadTooLarge(f"{filename}: {len(data)} bytes is over the {self.settings.max_file_mb} MB limit")
-        name = SAFE_NAME.sub("_", Path(filename or "upload").name).strip() or "upload"
+        name = uploads.clean_name(filename)  # the user's name, kept (UploadRefused: reserved or too long)
+        uploads.check_bytes(name, data, self.settings.max_file_mb * 2**20)  # empty, too large
         replaces = self._replaces(tenant, name, data)
-        folder = uploads.upload_folder(self.settings.data_dir, tenant, name)
-        path = folder / name
-        path.write_bytes(data)
-        job_id = self.kb.create_job([path], tenant, [name])
-        self._ingest_pool.submit(self._run_upload, job_id, folder).add_done_callback(_log_failure)
+        path = uploads.store(self.settings.data_dir, tenant, name, data)  # UnsupportedType: magic bytes
+        try:
+            job_id = self.kb.create_job([path], tenant, [name])
+        except BaseException:
+            uploads.remove_folder(self.settings.data_dir, path.parent)
+            raise
+        self._ingest_pool.submit(self._run_upload, job_id, path.parent).add_done_callback(_log_failure)
         return {**self.job(tenant, job_id), **replaces}
 
     def _replaces(self, tenant: str, name: str, data: bytes) -> dict:
         """Says so when an upload takes the name of an existing document (its earlier versions stay listed)."""
-        current = next((d for d in self.kb.list_documents(tenant) if d.filename == name and d.version > 0), None)
+        key = unicodedata.normalize("NFC", name)
+        current = next((d for d in self.kb.list_documents(tenant)
+                        if unicodedata.normalize("NFC", d.filename) == key and d.version > 0), None)
         return uploads.replace_notice(current, data, self.kb.pipeline.ingest_version()) if current else {}
 
     def _run_upload(self, job_id: str, folder: Path) -> None:

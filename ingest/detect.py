@@ -18,7 +18,17 @@ EXTENSION_KINDS = {
     ".html": "html", ".htm": "html", ".txt": "text", ".md": "text", ".markdown": "text", ".text": "text",
     ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image", ".tiff": "image",
 }
-IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")  # PNG, JPEG, TIFF (both byte orders)
+# The accepted binary formats by their leading bytes, one entry per signature: (kind, magic). Zip containers are
+# told apart (DOCX / XLSX) by their parts below; text kinds have no magic and are sniffed from the bytes.
+MAGIC = (
+    ("pdf", b"%PDF-"),
+    ("image", b"\x89PNG\r\n\x1a\n"),  # PNG
+    ("image", b"\xff\xd8\xff"),  # JPEG
+    ("image", b"II*\x00"),  # TIFF, little-endian
+    ("image", b"MM\x00*"),  # TIFF, big-endian
+    ("zip", b"PK\x03\x04"),
+)
+IMAGE_MAGIC = tuple(magic for kind, magic in MAGIC if kind == "image")
 TEXT_KINDS = {"csv", "html", "text"}
 MAX_ZIP_RATIO = 200  # a real DOCX/XLSX part compresses ~2-20x; bombs compress 1000x+
 MAX_ZIP_ENTRIES = 20_000
@@ -35,11 +45,12 @@ def sniff_kind(head: bytes, path: Path) -> str:
     """Kind from content: pdf | docx | xlsx | zip | image | html | text | binary | empty."""
     if not head:
         return "empty"
-    if head.startswith(IMAGE_MAGIC):
-        return "image"
-    if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
-        return "pdf"
-    if head.startswith(b"PK\x03\x04"):
+    kind = next((k for k, magic in MAGIC if head.startswith(magic)), None)
+    if kind is None and b"%PDF-" in head[:1024]:
+        kind = "pdf"  # a PDF may have some junk before its header
+    if kind in ("pdf", "image"):
+        return kind
+    if kind == "zip":
         try:
             with zipfile.ZipFile(path) as zf:
                 names = set(zf.namelist())

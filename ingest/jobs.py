@@ -10,6 +10,7 @@ was committed just before the crash is recognised by its content hash and report
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -44,7 +45,14 @@ def job_signature(tenant: str, items: list[tuple[Path, str]]) -> str:
     return h.hexdigest()
 
 
+def stored_name(name: str) -> str:
+    """The name a document is stored under: as given, in Unicode NFC, so that the same name typed or sent in
+    another normalisation (macOS file systems give NFD) is the same document and replaces its earlier version."""
+    return unicodedata.normalize("NFC", name)
+
+
 def create_or_resume(engine: sa.Engine, tenant: str, items: list[tuple[Path, str]]) -> str:
+    items = [(path, stored_name(name)) for path, name in items]
     sig = job_signature(tenant, items)
     with Session(engine) as s:
         open_job = s.exec(select(Job).where(Job.tenant == tenant, Job.signature == sig,

@@ -25,7 +25,7 @@ class Document(SQLModel, table=True):
     __tablename__ = "lx_documents"
     id: str = Field(primary_key=True, max_length=40)  # deterministic from (tenant, filename)
     tenant: str = Field(index=True, max_length=128)
-    filename: str = Field(max_length=1024)
+    filename: str  # the user's name in full (NFC), any length: only data, never a path on disk
     kind: str = Field(default="", max_length=16)  # pdf | docx | html | text | xlsx | csv
     status: str = Field(default="ingested", max_length=16)  # ingested | failed
     error: Optional[str] = None  # last failure; kept next to an older good version when an update fails
@@ -113,7 +113,7 @@ class JobItem(SQLModel, table=True):
     job_id: str = Field(index=True, max_length=40)
     seq: int
     path: str
-    filename: str = Field(max_length=1024)
+    filename: str  # as lx_documents.filename
     status: str = Field(default="pending", max_length=16)  # pending | ingested | unchanged | failed
     error: Optional[str] = None
     doc_id: Optional[str] = Field(default=None, max_length=40)

@@ -39,6 +39,7 @@ def make_engine(url: str) -> sa.Engine:
 
     add_meta_column(engine)
     add_ingest_version_columns(engine)
+    widen_name_columns(engine)
     from ingest.facts.store import add_facts_columns
 
     add_facts_columns(engine)
@@ -52,3 +53,15 @@ def add_ingest_version_columns(engine: sa.Engine) -> None:
         if "ingest_version" not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
             with engine.begin() as conn:
                 conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN ingest_version VARCHAR(200) NOT NULL DEFAULT ''")
+
+
+def widen_name_columns(engine: sa.Engine) -> None:
+    """File names are kept in full: a Postgres database from before has them as VARCHAR(1024) (SQLite never
+    enforced the length)."""
+    if engine.dialect.name != "postgresql":
+        return
+    for table in ("lx_documents", "lx_job_items"):
+        column = next(c for c in sa.inspect(engine).get_columns(table) if c["name"] == "filename")
+        if getattr(column["type"], "length", None):
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN filename TYPE VARCHAR")

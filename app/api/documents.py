@@ -1,15 +1,16 @@
 """Documents: upload + ingest as an async job with status, list, delete."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, File, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import get_service, tenant
-from app.service import NotFound, UploadTooLarge
+from app.api.upload_body import OPENAPI_BODY, read_file_part
+from app.service import NotFound
+from app.uploads import NameLimits, UploadRefused
 
 router = APIRouter(prefix="/api", tags=["documents"])
-READ_CHUNK = 1 << 20
 
 
 class DocumentOut(BaseModel):
@@ -44,25 +45,24 @@ class Deleted(BaseModel):
     doc_id: str
 
 
-@router.post("/documents", status_code=202, response_model=JobOut,
-             summary="Upload a document; it is ingested by a background job (poll /api/jobs/{job_id}). A file "
-                     "with the name of an existing document replaces it as a new version (see `notice`).",
-             responses={413: {"description": "file over the size limit"}, 401: {"description": "bad API key"}})
-async def upload(request: Request, file: UploadFile = File(..., description="PDF, DOCX, HTML, TXT/MD, XLSX, CSV"),
-                 tenant: str = Depends(tenant), service=Depends(get_service)):
+@router.post("/documents", status_code=202, response_model=JobOut, openapi_extra=OPENAPI_BODY,
+             summary="Upload a document; it is ingested by a background job (poll /api/jobs/{job_id}). The file "
+                     "name is kept as given (any script, NFC); a file with the name of an existing document "
+                     "replaces it as a new version (see `notice`).",
+             responses={400: {"description": "empty file, reserved or over-long name, malformed body"},
+                        413: {"description": "file over the size limit"},
+                        415: {"description": "not a supported type (by its magic bytes)"},
+                        422: {"description": "no file part"}, 401: {"description": "bad API key"}})
+async def upload(request: Request, tenant: str = Depends(tenant), service=Depends(get_service)):
     limit = service.settings.max_file_mb * 2**20
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024:
+    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024 + NameLimits().max_header_bytes:
         raise HTTPException(413, f"upload over the {service.settings.max_file_mb} MB limit")
-    data = bytearray()
-    while chunk := await file.read(READ_CHUNK):
-        data += chunk
-        if len(data) > limit:
-            raise HTTPException(413, f"{file.filename}: over the {service.settings.max_file_mb} MB limit")
     try:
-        return await run_in_threadpool(service.upload, tenant, file.filename or "upload", bytes(data))  # off the loop
-    except UploadTooLarge as exc:
-        raise HTTPException(413, str(exc)) from exc
+        filename, data = await read_file_part(request, limit)
+        return await run_in_threadpool(service.upload, tenant, filename, data)  # off the loop
+    except UploadRefused as exc:  # name, empty, size, type: before anything is stored
+        raise HTTPException(exc.status, str(exc)) from exc
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, summary="Status of an ingestion job")
