@@ -19,9 +19,10 @@ def ask_command(settings, question: str, tenant: str = "demo", mode: str = "auto
         except ValueError as exc:
             console.print(f"[red]{exc}[/red]")
             return 2
-        final = None
+        final, streamed = None, []
         for event in service.ask_stream(tenant, question, mode=mode, thread_id=thread):
             if event["type"] == "token":
+                streamed.append(event["text"])
                 console.print(event["text"], end="", markup=False, highlight=False)
             elif event["type"] == "error":
                 console.print(f"\n[red]{event['message']}[/red]")
@@ -29,21 +30,33 @@ def ask_command(settings, question: str, tenant: str = "demo", mode: str = "auto
             else:
                 final = event["answer"]
         console.print()
-        print_final(console, final)
+        print_final(console, final, "".join(streamed))
         return 0
     finally:
         if own:
             service.close()
 
 
-def print_final(console, final: dict) -> None:
-    """The answer's SQL, support note, citations and route (the text itself was streamed before)."""
-    if final["route"] == "bi" or not final["answer"]:
-        console.print(final["answer"], markup=False)
-    if final.get("sql"):
-        console.print(f"[dim]SQL:[/dim] {final['sql']}", markup=False)
+def _words(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def print_final(console, final: dict, streamed: str = "") -> None:
+    """What the streamed tokens did not already show, each once: the answer (when it was not streamed as it
+    stands), its SQL (when the answer does not state it), the support note, citations and route. Text from
+    the documents or the SQL is never read as markup; the labels are styled."""
+    from rich.text import Text
+
+    answer = final.get("answer") or ""
+    shown = _words(streamed)
+    if not answer or _words(answer) != shown:
+        console.print(Text(answer))
+        shown = _words(answer)
+    sql = final.get("sql")
+    if sql and _words(sql) not in shown:
+        console.print(Text.assemble(("SQL: ", "dim"), sql))
     if not final["supported"]:
-        console.print("[yellow]The documents do not support an answer.[/yellow]")
+        console.print(Text("The documents do not support an answer.", style="yellow"))
     for i, c in enumerate(final["citations"], 1):
-        console.print(f"[{i}] {c['filename']}, page {c.get('page')}: \u201c{c['quote']}\u201d", markup=False)
-    console.print(f"[dim]route {final['route']} · thread {final['thread_id']}[/dim]")
+        console.print(Text(f"[{i}] {c['filename']}, page {c.get('page')}: \u201c{c['quote']}\u201d"))
+    console.print(Text(f"route {final['route']} · thread {final['thread_id']}", style="dim"))

@@ -180,7 +180,7 @@ def remote_ask(client: Client, question: str, mode: str, thread: Optional[str], 
     from app.ask_command import print_final
 
     body = {"question": question, "mode": mode, "stream": True, **({"thread_id": thread} if thread else {})}
-    final = None
+    final, streamed = None, []
     try:
         with client.http.stream("POST", "/api/ask", json=body) as r:
             if r.status_code != 200:
@@ -196,6 +196,7 @@ def remote_ask(client: Client, question: str, mode: str, thread: Optional[str], 
                     continue
                 event = json.loads(line[6:])
                 if event["type"] == "token":
+                    streamed.append(event["text"])
                     console.print(event["text"], end="", markup=False, highlight=False)
                 elif event["type"] == "error":
                     console.print(f"\n[red]{event['message']}[/red]", highlight=False)
@@ -208,7 +209,7 @@ def remote_ask(client: Client, question: str, mode: str, thread: Optional[str], 
         console.print("[red]the answer stream ended without a final answer[/red]")
         return 1
     console.print()
-    print_final(console, final)
+    print_final(console, final, "".join(streamed))
     return 0
 
 
