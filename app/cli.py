@@ -200,6 +200,27 @@ from app.playbook_command import playbook_cli  # noqa: E402  (its commands impor
 cli.add_typer(playbook_cli, name="playbook")
 
 
+@cli.command("calibrate")
+def calibrate_(
+    results: list[Path] = typer.Argument(..., help="result JSON files written by lexicon eval (answers, not --retrieval-only)"),
+    out: Path = typer.Option(Path(__file__).resolve().parent / "data" / "verifier.json", help="where the weights go"),
+    target: float = typer.Option(0.9, help="supported precision to reach on every result file"),
+) -> None:
+    """Fit the verifier's weights and its one threshold on dev-set results (half the documents; the other half reported)."""
+    from app.evaluation.calibrate import calibrate
+
+    try:
+        result = calibrate(results, out, target)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        typer.echo(f"lexicon calibrate: {exc}", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"threshold {result['threshold']} on {result['candidates']} candidates -> {out}")
+    for name, r in result["report"].items():
+        prec = "-" if r["supported_precision"] is None else f"{r['supported_precision']:.3f}"
+        typer.echo(f"  {name:60s} n={r['questions']:4d} acc={r['accuracy'] or 0:.3f} "
+                   f"supported={r['supported_rate'] or 0:.3f} precision={prec}")
+
+
 def main() -> None:
     cli()
 

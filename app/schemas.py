@@ -28,6 +28,8 @@ class AgentAnswer(BaseModel):
     supported: bool = Field(description="False when the documents did not support an answer")
     related: list[Citation] = Field(default_factory=list, description="when not supported: the nearest passages, "
                                     "shown as related text, not as supporting citations")
+    verdict: Optional[dict] = Field(default=None, description="the verifier's verdict: score, threshold, reasons, "
+                                    "features, and the candidates it weighed (best first)")
     thread_id: Optional[str] = None
 
 

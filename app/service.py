@@ -204,7 +204,8 @@ class LexiconService:
 
     # ---- the agent ------------------------------------------------------------------------------
     def _config(self, tenant: str, thread_id: str, cancel: Optional[threading.Event] = None) -> dict:
-        return {"configurable": {"thread_id": f"{tenant}:{thread_id}", "cancel": cancel}}
+        # scratch: this run's values a checkpointer does not keep (the frame's BI plan, the time budget)
+        return {"configurable": {"thread_id": f"{tenant}:{thread_id}", "cancel": cancel, "scratch": {}}}
 
     def validate_question(self, question: str, mode: str) -> None:
         if mode not in MODES:

@@ -84,6 +84,7 @@ class Settings(BaseSettings):
 
     # Agent
     retrieval_k: int = 6
+    ask_budget_s: float = 45.0  # a question's time budget: past it, no model draft or long read starts; the answer is the best verified so far
     max_new_tokens: int = 256
 
     # Server

@@ -43,9 +43,10 @@ class PlanResult:
 
 
 def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_ids=None,
-                  encode: Optional[Callable] = None) -> PlanResult:
+                  encode: Optional[Callable] = None, cs=None) -> PlanResult:
     rd = read(question)  # the question without instructions; a definition rewritten as an operation
-    cs = company_scope(kb, tenant, question, doc_ids) if kb is not None and tenant else CompanyScope()
+    if cs is None:  # the frame passes the company scope it read; callers without one read it here
+        cs = company_scope(kb, tenant, question, doc_ids) if kb is not None and tenant else CompanyScope()
     rd.question, rd.fallback = without_companies(rd.question, cs.matched), without_companies(rd.fallback, cs.matched)
     pq = parse_question(rd.question)
     if pq.text_intent:

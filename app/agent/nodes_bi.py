@@ -18,6 +18,7 @@ from app.agent.bi_format import answer_text, column_title, lookup_text, yes_no  
 from app.agent.bi_planner import PlanResult, plan_question
 from app.agent.bi_units import asked_scale
 from app.agent.bi_program import ARITHMETIC, Program, fmt
+from app.agent.frame import plan_of
 from app.agent.state import AgentDeps, AgentState
 
 log = logging.getLogger(__name__)
@@ -80,15 +81,6 @@ def in_scope_tables(deps: AgentDeps, state: AgentState) -> list:
 def plan_for(deps: AgentDeps, state: AgentState) -> PlanResult:
     tables = deps.kb.list_tables(state["tenant"])
     return plan_question(state["question"], tables, kb=deps.kb, tenant=state["tenant"], doc_ids=state.get("doc_ids"))
-
-
-def bi_confident(deps: AgentDeps, state: AgentState) -> bool:
-    """Routing: a table in scope answers the question with a confident program."""
-    try:
-        return plan_for(deps, state).program is not None
-    except Exception:  # a planner failure never blocks the question: RAG answers it
-        log.exception("BI planner failed while routing")
-        return False
 
 
 def make_bi_node(deps: AgentDeps):
@@ -165,15 +157,16 @@ def make_bi_node(deps: AgentDeps):
                 "chart": chart_spec(prog, columns, rows, table.title),
                 "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": prog.grounded}
 
-    def bi(state: AgentState) -> dict:
+    def bi(state: AgentState, config=None) -> dict:
         try:
-            tables = in_scope_tables(deps, state)
-            if not tables:
-                return {"route": "rag", "fallback": "no tables in the documents in scope"}
-            out = from_model(state, tables)
-            if out:
-                return out
-            plan = plan_for(deps, state)
+            if deps.settings.llm_base_url:  # a larger model may write the SQL over the in-scope tables
+                tables = in_scope_tables(deps, state)
+                out = from_model(state, tables) if tables else None
+                if out:
+                    return out
+            plan = plan_of(config)  # built once, by the frame
+            if plan is None:  # the frame did not plan (e.g. mode bi forced on a clause question)
+                plan = plan_for(deps, state)
             if plan.program is None:
                 return {"route": "rag", "fallback": plan.reason}
             out = run_program(state, plan.program)

@@ -1,5 +1,6 @@
-"""Retrieval RAG nodes: retrieve (document scope + clause search), grade, answer (extractive and verified),
-no_support (with the nearest passages as "related"), cite.
+"""Retrieval RAG nodes: retrieve (the frame's documents in scope + clause search), grade, and answer_rag, which
+hands its candidates to the verify node (``nodes_verify``): the clause's quotes, the extracted span, a
+model-written draft, the best sentences of the top passages.
 
 With the embedded model a clause question is answered by the clause itself: the whole sentence(s) that state
 what is asked, with document, page and section, and a one-line lead-in only where a value (a jurisdiction, a
@@ -23,7 +24,9 @@ from app.agent.filing_subject import asks_subject, subject_answer
 from app.agent.grounding import clean_answer
 from app.agent.quotes import candidate_quotes
 from app.agent.repetition import guarded
-from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
+from app.agent.frame import QuestionFrame
+from app.agent.nodes_verify import as_candidate
+from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict, past_budget
 from app.agent.text import content_words
 from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
@@ -37,12 +40,12 @@ RELATED = 3
 
 def make_rag_nodes(deps: AgentDeps):
     def retrieve(state: AgentState) -> dict:
-        scope = scope_mod.resolve(deps.kb, state["tenant"], state["question"], state.get("doc_ids"))
+        frame = QuestionFrame.from_state(state.get("frame"))
+        scope = scope_mod.Scope(frame.doc_ids, frame.query, "", {})
         k = max(deps.settings.retrieval_k, ANSWER_PASSAGES)
-        hits = find_passages(deps.kb, state["tenant"], state["question"], k=k, scope=scope)
-        ctype = clause_types.detect(scope.query)
-        return {"passages": [passage_dict(p) for p in hits], "route": "rag", "search_query": scope.query,
-                "clause_type": ctype.name if ctype else None}
+        hits = find_passages(deps.kb, state["tenant"], frame.query, k=k, scope=scope)
+        return {"passages": [passage_dict(p) for p in hits], "route": "rag", "search_query": frame.query,
+                "clause_type": frame.clause_kind}
 
     def grade(state: AgentState) -> dict:
         passages = state.get("passages") or []
@@ -51,39 +54,32 @@ def make_rag_nodes(deps: AgentDeps):
         return {"graded": grade_passages(state.get("search_query") or state["question"], passages)}
 
     def answer_rag(state: AgentState, config: RunnableConfig) -> dict:
+        """Candidates, best first by the route's own ranking; the verify node decides which stands."""
         question, ctype = state.get("search_query") or state["question"], state.get("clause_type")
-        graded = state["graded"]
+        graded, passages = state.get("graded") or [], state.get("passages") or []
+        cands: list[dict] = []
         if asks_subject(state["question"]):  # "the key agenda of the 8-K": its first reporting item
-            found = subject_answer(_whole_document(deps, state, state.get("passages") or []))
+            found = subject_answer(_whole_document(deps, state, passages))
             if found:
-                return found
-        if ctype is not None:  # a contract clause: the clause's own sentence(s), verified
-            found = extractive_answer(ctype, question, graded[:ANSWER_PASSAGES])
-            if found:
-                return found
-        # the sentence that states it and the span read off it, verified; a question of a clause type whose clause
-        # did not verify gets a figure at most (its wording merely met a clause type's), never a looser clause
-        ranked = graded + [p for p in state.get("passages") or [] if p not in graded]
+                cands.append(as_candidate(found, "rag", "text"))
+        if ctype is not None:  # a contract clause: the clause's own sentence(s)
+            cands += clause_candidates(ctype, question, graded[:ANSWER_PASSAGES])
+        # the sentence that states it and the span read off it; a question of a clause type gets a figure at most
+        ranked = graded + [p for p in passages if p not in graded]
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
         asked = without_filing_date(deps.kb, state["tenant"], question, docs)  # "as of <the 8-K's date>"
         full = without_filing_date(deps.kb, state["tenant"], state["question"], docs)
         found = text_answer(asked, ranked, full, kinds=None if ctype is None else FIGURE_ASKS)
         if found:
-            return found
-        if ctype is None and graded:  # free generation only as the fallback, kept only when it verifies
+            cands.append(as_candidate(found, "rag", "text", rank=len(cands)))
+        if ctype is None and graded and not any(c["check"] for c in cands) and not past_budget(config, 0.5):
             drafted = _model_answer(deps, state, config, graded[:MAX_CONTEXT_PASSAGES])
             if drafted:
-                return drafted
-        return not_found(question, ctype, state.get("passages") or [])
+                cands.append(as_candidate(drafted, "rag", "model", rank=len(cands)))
+        cands += passage_candidates(question, ctype, passages[:RELATED], start=len(cands))
+        return {"candidates": cands}
 
-    def no_support(state: AgentState) -> dict:
-        return not_found(state.get("search_query") or state["question"], state.get("clause_type"),
-                         state.get("passages") or [], route=state.get("route") or "rag")
-
-    def cite(state: AgentState) -> dict:
-        return {}  # answers carry their verified citations already (answer_rag, read_long)
-
-    return retrieve, grade, answer_rag, no_support, cite
+    return retrieve, grade, answer_rag
 
 
 def _whole_document(deps, state, passages: list[dict]) -> list[dict]:
@@ -105,9 +101,34 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
     question = state.get("search_query") or state["question"]
     cites = citations_for(question, draft, passages)
     ok, _why = verify_generated(question, draft, [c["quote"] for c in cites])
-    if not ok:
-        return None
-    return {"answer": draft, "citations": cites, "supported": True, "related": []}
+    return {"answer": draft, "citations": cites, "supported": ok, "related": []}
+
+
+def clause_candidates(ctype: str, question: str, passages: list[dict], per_passage: int = 2) -> list[dict]:
+    """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature."""
+    ct = clause_types.BY_NAME.get(ctype)
+    qwords, out = content_words(question), []
+    for p in passages:
+        for quote in candidate_quotes(p["text"], ct, qwords, top=per_passage):
+            lead = lead_in(ct, quote)
+            ok, _why = verify(ctype, question, lead, [quote])
+            cite = citation(p, quote)
+            out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
+                                    "rag", "clause", rank=len(out), opening=p.get("char_start") == 0))
+    return out
+
+
+def passage_candidates(question: str, ctype: str | None, passages: list[dict], start: int = 0) -> list[dict]:
+    """The best sentence(s) of each of the top passages: what was found when nothing else was."""
+    ct = clause_types.BY_NAME.get(ctype) if ctype else None
+    qwords, out = content_words(question), []
+    for p in passages:
+        quotes = candidate_quotes(p["text"], ct, qwords, top=1, min_score=-1.0)
+        if quotes:
+            cite = citation(p, quotes[0])
+            out.append(as_candidate({"answer": format_answer("", cite), "citations": [cite], "supported": False},
+                                    "rag", "passage", rank=start + len(out)))
+    return out
 
 
 def extractive_answer(ctype: str | None, question: str, passages: list[dict]) -> dict | None:

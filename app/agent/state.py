@@ -26,6 +26,9 @@ class AgentState(TypedDict, total=False):
     rows: Optional[list[list[Any]]]
     chart: Optional[dict]
     dossier_docs: list[str]  # documents of the last long-context read (follow-ups reuse them)
+    frame: Optional[dict]  # app.agent.frame.QuestionFrame, read once by the first node
+    candidates: list[dict]  # what the routes found, for the verify node (app.agent.verifier)
+    verdict: Optional[dict]  # the verifier's verdict on the answer: score, threshold, reasons, features
     messages: Annotated[list[dict], operator.add]  # the conversation: {"role", "content", "answer"?}
 
 
@@ -33,7 +36,8 @@ def turn_input(tenant: str, question: str, mode: str, doc_ids: Optional[list[str
     """A new turn: resets every per-turn field, appends the user's message."""
     return {"tenant": tenant, "question": question, "mode": mode, "doc_ids": doc_ids, "route": "",
             "fallback": None, "passages": [], "graded": [], "answer": "", "citations": [], "related": [],
-            "search_query": "", "clause_type": None, "supported": False,
+            "search_query": "", "clause_type": None, "supported": False, "frame": None, "candidates": [],
+            "verdict": None,
             "sql": None, "columns": None, "rows": None, "chart": None,
             "messages": [{"role": "user", "content": question}]}
 
@@ -50,7 +54,7 @@ class AgentDeps:
 
 def passage_dict(p) -> dict:
     return {"chunk_id": p.chunk_id, "doc_id": p.doc_id, "filename": p.filename, "page": p.page,
-            "section": p.section, "text": p.text, "score": float(p.score)}
+            "section": p.section, "text": p.text, "score": float(p.score), "char_start": getattr(p, "char_start", None)}
 
 
 def stream_tokens(config, deltas, cancel_key: str = "cancel") -> str:
@@ -80,6 +84,22 @@ def stream_final_text(text: str) -> None:
         return
     for piece in re.findall(r"\s*\S+", text.strip()):
         writer({"type": "token", "text": piece})
+
+
+def scratch_of(config) -> dict:
+    """The run's scratch (not checkpointed): the BI plan the frame built, the time budget's deadline."""
+    return ((config or {}).get("configurable") or {}).get("scratch") or {}
+
+
+def past_budget(config, share: float = 1.0) -> bool:
+    """True once ``share`` of the question's time budget is spent (no deadline set: never)."""
+    import time
+
+    s = scratch_of(config)
+    if "deadline" not in s:
+        return False
+    start, end = s["started"], s["deadline"]
+    return time.monotonic() >= start + share * (end - start)
 
 
 def cancel_event(config):

@@ -22,6 +22,7 @@ def build_rows(items: list[EvalItem], records: dict[str, dict], doc_text) -> lis
                "answer_from": item.meta.get("answer_from"), "gold": item.answers[:3], **s}
         if answer:
             row["answer"] = answer.get("answer")
+            row["verdict"] = answer.get("verdict")  # the verifier's candidates and features (lexicon calibrate)
             row["citations_list"] = [{"filename": c.get("filename"), "page": c.get("page"), "quote": c.get("quote")}
                                      for c in answer.get("citations") or []]
         row["top"] = [{"filename": p.get("filename"), "page": p.get("page"), "text": (p.get("text") or "")[:160]}

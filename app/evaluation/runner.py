@@ -112,6 +112,7 @@ def run_item(service, retrieve, tenant: str, item: EvalItem, state: RunState, op
     try:
         ans = service.ask(tenant, item.question, mode=opts.mode, doc_ids=doc_ids)
         rec["answer"] = {"answer": ans.answer, "supported": ans.supported, "route": ans.route, "sql": ans.sql,
+                         "verdict": ans.verdict,
                          "citations": [c.model_dump() if hasattr(c, "model_dump") else dict(c) for c in ans.citations]}
     except Exception as exc:  # counted as an error and a wrong answer, never hidden
         rec["error"] = f"{type(exc).__name__}: {exc}"

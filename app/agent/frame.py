@@ -1,0 +1,151 @@
+"""``read_question``: the one place a question is read. The graph's first node builds a ``QuestionFrame`` and
+every later node reads it; nothing re-parses the question.
+
+The frame records what the question asks (the answer kind, the clause kind the taxonomy knows, the years and
+the analyst's instructions), which documents it is about (the tenant's documents in scope, the company it
+names, a company no document is about) and whether a table answers it: the BI plan is built here, once, and
+kept for the BI node in the run's scratch (a plan holds table objects a checkpointer cannot store; the frame
+keeps its summary).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from app.agent.text import content_words
+
+log = logging.getLogger(__name__)
+
+ANSWER_KINDS = ("clause", "figure", "comparison", "list", "yes_no", "summary", "text")
+FIGURE_ASKS = ("amount", "percent", "count")
+YES_NO_LEADS = ("is", "are", "does", "do", "can", "may", "shall", "will", "has", "have", "was", "were", "did",
+                "must", "could", "should", "would")
+
+
+@dataclass
+class QuestionFrame:
+    question: str  # as asked (stripped)
+    query: str  # the asking part: the question with the names of the documents it is about taken out
+    answer_kind: str  # one of ANSWER_KINDS
+    clause_kind: Optional[str] = None  # a taxonomy entry's name (the tenant's playbook included)
+    ask: str = "text"  # what the answering span must state: amount|percent|count|date|duration|reason|list|text
+    years: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)  # content-word stems of the asking part
+    instructions: dict = field(default_factory=dict)  # {"definition", "statements", "fallback"} as read
+    doc_ids: Optional[list[str]] = None  # documents in scope (None: every document of the tenant)
+    not_in_documents: str = ""  # a company named that no document in scope is about: the answer, as is
+    companies: list[str] = field(default_factory=list)  # companies named that documents in scope are about
+    bi_planned: bool = False  # a table in scope answers it with a confident program (kept in the scratch)
+    bi_reason: str = ""  # why not, when not
+    wants_long: bool = False  # a summary / whole-document reading
+    read_s: float = 0.0  # time spent reading it
+
+    def to_state(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, d: dict | None) -> "QuestionFrame | None":
+        return cls(**d) if d else None
+
+
+def _answer_kind(question: str, ask: str, clause_kind: str | None, long: bool, comparison: bool) -> str:
+    first = (question.strip().split() or [""])[0].lower()
+    if long:
+        return "summary"
+    if clause_kind:
+        return "clause"
+    if comparison:
+        return "comparison"
+    if ask in FIGURE_ASKS:
+        return "figure"
+    if ask == "list":
+        return "list"
+    if first in YES_NO_LEADS:
+        return "yes_no"
+    return "text"
+
+
+def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode: str = "auto",
+                  scratch: Optional[dict] = None, taxonomy=None) -> QuestionFrame:
+    """Read ``question`` once for tenant-bound ``kbt`` (``kb.for_tenant(t)``). ``scratch`` (a per-run dict)
+    receives the BI plan when one exists, so the BI node runs it without planning again."""
+    from app.agent import scope as scope_mod
+    from app.agent.bi_instructions import read as read_instructions
+    from app.agent.bi_question import parse_question
+    from app.agent.company_scope import company_scope, not_in_documents_text
+    from app.agent.nodes_long import wants_long
+    from app.agent.text_spans import ask_of
+
+    t0 = time.perf_counter()
+    question = question.strip()
+    kb, tenant = kbt.kb, kbt.tenant
+    try:
+        cs = company_scope(kb, tenant, question, doc_ids)
+    except Exception:  # the check never blocks a question
+        log.exception("company scope failed")
+        cs = None
+    if cs is not None and cs.out_of_scope:
+        return QuestionFrame(question, question, "text", doc_ids=doc_ids, not_in_documents=not_in_documents_text(cs),
+                             read_s=time.perf_counter() - t0)
+    scope = scope_mod.resolve(kb, tenant, question, doc_ids)
+    query = scope.query or question
+    asked = ask_of(query)
+    kind = _clause_kind(kbt, query, taxonomy)
+    rd = read_instructions(question)
+    pq = parse_question(rd.question)
+    long = wants_long(question)
+    comparison = pq.op in ("difference", "pct_change", "ratio", "max", "min") and not kind
+    frame = QuestionFrame(
+        question=question, query=query,
+        answer_kind=_answer_kind(query, asked.kind, kind.name if kind else None, long, comparison),
+        clause_kind=kind.name if kind else None, ask=asked.kind, years=list(asked.years),
+        words=sorted(content_words(query)),
+        instructions={"definition": rd.definition, "statements": rd.statements, "fallback": rd.fallback},
+        doc_ids=scope.doc_ids if scope.doc_ids is not None else doc_ids,
+        companies=list(cs.matched) if cs is not None else [], wants_long=long)
+    if mode in ("auto", "bi") and not kind and not long:
+        frame.bi_planned, frame.bi_reason = _plan_once(kbt, question, doc_ids, cs, scratch)
+    frame.read_s = round(time.perf_counter() - t0, 4)
+    return frame
+
+
+def _plan_once(kbt, question: str, doc_ids, cs, scratch: Optional[dict]) -> tuple[bool, str]:
+    from app.agent.bi_planner import plan_question
+
+    try:
+        tables = kbt.list_tables()
+        if not tables:
+            return False, "no tables"
+        plan = plan_question(question, tables, kb=kbt.kb, tenant=kbt.tenant, doc_ids=doc_ids, cs=cs)
+    except Exception as exc:  # a planner failure never blocks the question: RAG answers it
+        log.exception("BI planner failed")
+        return False, f"BI planner failed: {type(exc).__name__}"
+    if scratch is not None:
+        scratch["bi_plan"] = plan
+    return plan.program is not None, "ok" if plan.program is not None else plan.reason
+
+
+def _clause_kind(kbt, query: str, taxonomy=None):
+    """The taxonomy's kind the asking part names (the tenant's playbook merged over the built-in kinds)."""
+    try:
+        from app.agent.clauses.taxonomy import get_taxonomy
+    except ImportError:  # until the clause taxonomy lands: the built-in lexicon
+        from app.agent import clause_types
+        return clause_types.detect(query)
+    return (taxonomy or get_taxonomy(tenant_kinds=_tenant_kinds(kbt))).match(query)
+
+
+def _tenant_kinds(kbt) -> list[dict]:
+    getter = getattr(kbt.kb, "playbook_kinds", None)
+    try:
+        return list(getter(kbt.tenant)) if getter else []
+    except Exception:
+        log.exception("could not read the tenant's playbook")
+        return []
+
+
+def plan_of(config: Any):
+    """The BI plan ``read_question`` kept for this run, or None."""
+    return (((config or {}).get("configurable") or {}).get("scratch") or {}).get("bi_plan")

@@ -1,0 +1,98 @@
+"""The verify node: the one place ``supported`` is decided, for every route.
+
+Routes hand over candidates (``app.agent.verifier`` says what one is); this node scores them with the
+calibrated verifier and writes the answer. A supported answer is the best candidate as it stands. Below the
+threshold the answer says plainly that it is not verified, states what was found (the best candidate, its
+quote cited) and lists the next-best passages as related; with no candidate at all, the documents do not
+contain it.
+"""
+from __future__ import annotations
+
+from app import prompts
+from app.agent.frame import QuestionFrame
+from app.agent.state import AgentDeps, AgentState
+from app.agent.verifier import judge, load_calibration
+
+RELATED = 3
+NOT_VERIFIED_LEAD = "Not verified \u2014 the nearest the documents come:"
+EXTRAS = ("sql", "columns", "rows", "chart")
+
+
+def as_candidate(out: dict, route: str, source: str, rank: int = 0, **more) -> dict:
+    """A route's answer dict (answer, citations, supported, ...) as a candidate; its own verdict is a feature."""
+    cand = {"answer": out.get("answer") or "", "citations": list(out.get("citations") or []), "route": route,
+            "source": source, "rank": rank, "check": bool(out.get("supported"))}
+    for k in EXTRAS:
+        if out.get(k) is not None:
+            cand[k] = out[k]
+    cand.update(more)
+    return cand
+
+
+def _kind_of(name: str | None, tenant_kinds=None):
+    if not name:
+        return None
+    try:
+        from app.agent.clauses.taxonomy import get_taxonomy
+    except ImportError:
+        from app.agent.clause_types import BY_NAME
+        return BY_NAME.get(name)
+    return get_taxonomy(tenant_kinds=tenant_kinds).get(name)
+
+
+def _where(c: dict) -> str:
+    parts = [c.get("filename") or ""]
+    if c.get("page") not in (None, ""):
+        parts.append(f"page {c['page']}")
+    if c.get("section"):
+        parts.append(f"section {c['section']}")
+    return ", ".join(p for p in parts if p)
+
+
+def _short(text: str, n: int = 200) -> str:
+    return text if len(text) <= n else text[:n].rsplit(" ", 1)[0] + " \u2026"
+
+
+def make_verify_node(deps: AgentDeps):
+    def verify(state: AgentState) -> dict:
+        frame = QuestionFrame.from_state(state.get("frame"))
+        cands = state.get("candidates") or []
+        route = state.get("route") or "rag"
+        kind = _kind_of(frame.clause_kind if frame else None)
+        embedder = getattr(deps.kb, "embedder", None)
+        best, verdict, judged = judge(frame, cands, embedder, kind)
+        if best is None:
+            return {"answer": prompts.NO_SUPPORT, "supported": False, "citations": [], "related": [],
+                    "route": route, "verdict": None}
+        others = [c for c in judged[1:] if c.get("citations")]
+        related = []
+        for c in others:
+            for cite in c["citations"][:1]:
+                if cite not in related and cite not in best.get("citations", []):
+                    related.append(cite)
+            if len(related) >= RELATED:
+                break
+        out = {k: best.get(k) for k in EXTRAS}
+        out.update(route=best.get("route") or route, verdict=dict(verdict.to_dict(), candidates=[
+            {"answer": _short(c.get("answer") or "", 600), "route": c.get("route"), "source": c.get("source"),
+             "citations": [{k: ci.get(k) for k in ("doc_id", "filename", "page", "section", "quote")}
+                           for ci in (c.get("citations") or [])[:2]],
+             "score": c["verdict"]["score"], "features": c["verdict"]["features"], "gates": c["verdict"]["reasons"]}
+            for c in judged[:6]]))
+        if verdict.supported:
+            out.update(answer=best["answer"], citations=best.get("citations") or [], supported=True, related=[])
+            return out
+        # not supported: what was found is stated as such, its passages related (citations are support only)
+        related = (list(best.get("citations") or []) + related)[:RELATED]
+        if verdict.score < load_calibration().floor:  # nothing found comes near: the documents do not say
+            answer = prompts.NO_SUPPORT
+        else:
+            why = "; ".join(verdict.reasons)
+            answer = f"{NOT_VERIFIED_LEAD}\n{best.get('answer') or ''}\nNot verified: {why}."
+        if related:
+            answer += "\nRelated passages:\n" + "\n".join(f"- {_where(c)}: \u201c{_short(c.get('quote') or '')}\u201d"
+                                                        for c in related)
+        out.update(answer=answer, citations=[], supported=False, related=related)
+        return out
+
+    return verify

@@ -1,0 +1,175 @@
+"""The one calibrated verifier: does a candidate's cited span answer this question?
+
+Every route (rag, bi, long) hands its candidates here; none of them decides ``supported``. A candidate is a
+plain dict: ``answer`` (the text it would state), ``citations`` (verbatim quotes with document, page, section),
+``route``, ``source`` (clause | text | model | bi | long | passage), ``rank`` (its order in the route's own
+ranking) and ``check`` (the route's own evidence check: a verified quote, a grounded BI program; a feature
+here, not the verdict).
+
+General evidence only, as features of (frame, candidate):
+- ``sim``: the embedder's cosine of the asking part and the cited span; ``sim_kind``: of the clause kind's
+  description and the span (the asking part again when no kind is known);
+- ``cov``: the share of the question's content words (synonyms and spellings folded) in the span and its
+  section title;
+- ``slot``: the answer slot is filled (a jurisdiction, a duration, an amount, parties, a date; a figure for a
+  figure question);
+- ``check``, ``rank``, the route, the span's length, whether it is the document's opening.
+Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
+its span, a span from a document out of scope. The weights and the one threshold are calibrated on the dev
+sets (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision >= 0.9.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from app.agent.text_terms import key_words
+from app.agent.verify import answer_in_span, has_slot
+
+CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
+FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model")
+# the prior before calibration: the route's own check leads, similarity and coverage decide among the rest
+PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "slot": 0.5, "rank": 1.5,
+         "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5}
+PRIOR_THRESHOLD = 0.5
+PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
+FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
+NAME_OK = re.compile(r"^(?:Not verified|Governing law|Date|Rows used|Source|SQL)\b")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    weights: dict
+    threshold: float
+    source: str  # "prior" or what the calibration was fitted on
+    floor: float = PRIOR_FLOOR
+
+    def score(self, x: dict) -> float:
+        z = sum(self.weights.get(k, 0.0) * float(x.get(k, 0.0)) for k in FEATURES)
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+@lru_cache(maxsize=4)
+def load_calibration(path: str = str(CALIBRATION)) -> Calibration:
+    """The fitted weights and threshold (read once per path: a data file shipped with the code, not a
+    document fact); the prior when no calibration has been written."""
+    p = Path(path)
+    if not p.exists():
+        return Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
+    data = json.loads(p.read_text())
+    return Calibration({k: float(v) for k, v in data["weights"].items()}, float(data["threshold"]),
+                       data.get("source", str(p.name)), float(data.get("floor", PRIOR_FLOOR)))
+
+
+@dataclass
+class Verdict:
+    score: float
+    supported: bool
+    threshold: float
+    reasons: list[str] = field(default_factory=list)
+    features: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"score": round(self.score, 4), "supported": self.supported, "threshold": self.threshold,
+                "reasons": self.reasons, "features": {k: round(float(v), 4) for k, v in self.features.items()}}
+
+
+def span_of(candidate: dict) -> str:
+    return " ".join(c.get("quote") or "" for c in candidate.get("citations") or []).strip()
+
+
+QUOTED = re.compile(r"\u201c[^\u201d]*\u201d|\"[^\"]*\"", re.S)
+
+
+def statement_of(candidate: dict) -> str:
+    """What the answer states in its own words: the text without its verbatim quotes and without the lines
+    that say where they stand (file, page, section): the part whose figures and names must be in the span."""
+    text = candidate.get("answer") or ""
+    for c in candidate.get("citations") or []:
+        for part in (c.get("filename"), f"page {c.get('page')}", c.get("section")):
+            if part:
+                text = text.replace(str(part), " ")
+    return QUOTED.sub(" ", text)
+
+
+def _slot_for(frame, kind) -> Optional[str]:
+    if kind is not None and getattr(kind, "answer", None) not in (None, "", "clause"):
+        return kind.answer
+    return FIGURE_SLOTS.get(frame.ask) if frame is not None else None
+
+
+def _cov(words: set[str], text: str) -> float:
+    if not words:
+        return 0.0
+    return len(words & key_words(text)) / len(words)
+
+
+def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> tuple[dict, list[str]]:
+    """-> (features, hard-gate failures) of one candidate."""
+    span = span_of(candidate)
+    gates: list[str] = []
+    if not span:
+        gates.append("no cited span")
+    answer = statement_of(candidate)
+    ok, missing = answer_in_span(answer, [span] + [c.get("section") or "" for c in candidate.get("citations") or []])
+    missing = [m for m in missing if not NAME_OK.match(m)]
+    if not ok and missing and candidate.get("route") != "bi":
+        gates.append(f"not in the cited text: {', '.join(missing[:4])}")
+    if frame is not None and frame.doc_ids is not None:
+        outside = [c for c in candidate.get("citations") or [] if c.get("doc_id") not in frame.doc_ids]
+        if outside:
+            gates.append("cites a document out of scope")
+    words = set(key_words(frame.query)) if frame is not None else set()
+    sections = " ".join(c.get("section") or "" for c in candidate.get("citations") or [])
+    slot = _slot_for(frame, kind)
+    x = {"bias": 1.0, "check": 1.0 if candidate.get("check") else 0.0, "sim": sim, "sim_kind": sim_kind,
+         "cov": _cov(words, f"{sections} {span}"),
+         "slot": (1.0 if has_slot(slot, span) else 0.0) if slot else 0.5,
+         "rank": 1.0 / (1.0 + float(candidate.get("rank") or 0)),
+         "opening": 1.0 if candidate.get("opening") and slot not in ("parties", "date") else 0.0,
+         "length": min(1.0, len(span.split()) / 200.0),
+         "bi": 1.0 if candidate.get("route") == "bi" else 0.0,
+         "long": 1.0 if candidate.get("route") == "long" else 0.0,
+         "model": 1.0 if candidate.get("source") == "model" else 0.0}
+    return x, gates
+
+
+def _cosines(embedder, query: str, texts: list[str]) -> list[float]:
+    if embedder is None or not texts or not query.strip():
+        return [0.0] * len(texts)
+    vecs = embedder.encode([query] + [t[:2000] for t in texts])
+    q, rest = vecs[0], vecs[1:]
+    return [float(np.dot(q, v)) for v in rest]
+
+
+def judge(frame, candidates: list[dict], embedder=None, kind=None,
+          calibration: Optional[Calibration] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
+    """Score every candidate; -> (the best candidate, its verdict, every candidate with its verdict). The
+    best is the highest-scoring one that passes the hard gates (else the highest-scoring one)."""
+    if not candidates:
+        return None, None, []
+    cal = calibration or load_calibration()
+    spans = [span_of(c) for c in candidates]
+    query = frame.query if frame is not None else ""
+    sims = _cosines(embedder, query, spans)
+    kind_text = " ".join([getattr(kind, "description", "") or ""] + list(getattr(kind, "wordings", ()) or ()))
+    sims_kind = _cosines(embedder, kind_text, spans) if kind is not None and kind_text.strip() else sims
+    judged = []
+    for c, s, sk in zip(candidates, sims, sims_kind):
+        x, gates = features(frame, c, s, sk, kind)
+        p = cal.score(x)
+        ok = not gates and p >= cal.threshold
+        why = gates or ([f"score {p:.2f} >= {cal.threshold:.2f}"] if ok else [f"score {p:.2f} < {cal.threshold:.2f}"])
+        judged.append((c, Verdict(p, ok, cal.threshold, why, x)))
+    order = sorted(range(len(judged)), key=lambda i: (bool(judged[i][1].reasons and judged[i][1].reasons[0].startswith(
+        ("no cited", "not in the", "cites a"))), -judged[i][1].score, i))
+    best, verdict = judged[order[0]]
+    out = [dict(c, verdict=v.to_dict()) for c, v in (judged[i] for i in order)]
+    return best, verdict, out
