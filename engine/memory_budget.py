@@ -10,6 +10,7 @@ engine's real tensors against them):
   - speculative checkpoints: for the ``spec_seqs`` sequences that may speculate at once (not every running
     one), the state after each of the ``spec_tokens + 1`` positions of a verify step (engine/spec_checkpoints.py);
   - static decode tables (with decode graphs): a block table per state slot and per batch row.
+On a CPU, whose memory is the host's, the sequences' token-id lists too (8 B a token).
 Reserved, not allocated up front (estimates, each its own line):
   - activations of one prefill chunk (``activation_bytes``; the chunk bounds them, not the context);
   - the CUDA graph pool: one decode step's activations at the largest captured batch;
@@ -36,6 +37,7 @@ CONV_STATE_BYTES = 2  # bf16 conv state (model dtype on a GPU)
 SSM_STATE_BYTES = 4  # fp32 SSM state, as vLLM recommends for every checkpoint precision
 SSD_CHUNK = 128
 TABLE_BYTES = 4  # int32 block-table entries of the static decode step
+TOKEN_ID_BYTES = 8  # a sequence's token ids: a Python list, one 8-byte reference per token (small ints are shared)
 # CUDA runtime reserve: the CUDA context (~0.5 GiB with lazy module loading), cuBLAS/cuBLASLt and Triton
 # workspaces, and the caching allocator's fragmentation slack. The engine measures the part outside torch's
 # allocator at start (mem_get_info total - free - torch's reserved) and keeps max(this, measured + SLACK).
@@ -165,6 +167,7 @@ class EngineShape:
     conv_bytes: int = CONV_STATE_BYTES  # the model dtype's bytes (conv states, checkpoints' conv inputs)
     decode_graphs: bool = False  # the static decode step's tables (any device)
     graph_pool: bool = False  # CUDA graphs captured: their private pool holds one decode step's activations
+    host_tokens: bool = False  # count the sequences' token-id lists (a CPU engine: host memory is its memory)
 
 
 @dataclass
@@ -208,8 +211,15 @@ class MemoryBudget:
         return self.kv_pool_bytes + self.state_pool_bytes + self.checkpoint_bytes + self.table_bytes
 
     @property
+    def token_list_bytes(self) -> int:
+        """The token ids of max_num_seqs + snapshot full-length sequences as Python lists (8 B a token), counted
+        where host memory is the engine's memory (a CPU)."""
+        s = self.shape
+        return (s.max_num_seqs + s.n_snapshot_slots) * s.max_model_len * TOKEN_ID_BYTES if s.host_tokens else 0
+
+    @property
     def reserved_bytes(self) -> int:
-        return self.activation_bytes + self.graph_pool_bytes + self.reserve_bytes
+        return self.activation_bytes + self.graph_pool_bytes + self.reserve_bytes + self.token_list_bytes
 
     @property
     def used_bytes(self) -> int:
@@ -219,7 +229,8 @@ class MemoryBudget:
     def per_context_bytes(self) -> int:
         """What one more full-length sequence costs: its KV blocks, its state slot, its two table rows."""
         tables = 2 * self.blocks_per_seq * TABLE_BYTES + 44 if self.shape.decode_graphs else 0
-        return self.blocks_per_seq * self.kv_block_bytes + self.state_slot_bytes + tables
+        tokens = self.shape.max_model_len * TOKEN_ID_BYTES if self.shape.host_tokens else 0
+        return self.blocks_per_seq * self.kv_block_bytes + self.state_slot_bytes + tables + tokens
 
     @property
     def fixed_bytes(self) -> int:
@@ -227,7 +238,8 @@ class MemoryBudget:
         s = self.shape
         tables = (s.n_snapshot_slots + 1) * self.blocks_per_seq * TABLE_BYTES if s.decode_graphs else 0
         null_slot = self.state_slot_bytes if self.state_slot_bytes else 0
-        return (self.weights_bytes + self.reserved_bytes + self.checkpoint_bytes + tables + null_slot
+        return (self.weights_bytes + self.reserved_bytes - s.max_num_seqs * s.max_model_len * TOKEN_ID_BYTES
+                * s.host_tokens + self.checkpoint_bytes + tables + null_slot
                 + s.n_snapshot_slots * self.state_slot_bytes + self.kv_block_bytes)
 
     def exact_contexts(self, tokens: Optional[int] = None) -> float:
@@ -261,6 +273,7 @@ class MemoryBudget:
             (f"Mamba states ({self.n_state_slots} slots)", self.state_pool_bytes),
             (f"KV pool ({self.num_kv_blocks:,} + 1 blocks)", self.kv_pool_bytes),
             ("static decode tables", self.table_bytes),
+            ("token-id lists (host)", self.token_list_bytes),
         ]
 
 
@@ -342,7 +355,8 @@ def engine_shape(config, device, conv_bytes: int) -> EngineShape:
                        config.chunk_tokens, config.n_snapshot_slots,
                        spec_seqs=config.spec_seqs if config.speculative else 0,
                        spec_tokens=config.num_spec_tokens if config.speculative else 0, conv_bytes=conv_bytes,
-                       decode_graphs=graphs, graph_pool=graphs and cuda and config.decode_graphs != "static")
+                       decode_graphs=graphs, graph_pool=graphs and cuda and config.decode_graphs != "static",
+                       host_tokens=not cuda)
 
 
 def engine_budget(model_config: ModelConfig, weights_bytes: int, config, device, conv_bytes: int) -> MemoryBudget:

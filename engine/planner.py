@@ -219,7 +219,8 @@ def plan(config: ModelConfig, weights: str = "bf16", kv_dtype: str = "bf16", gpu
         n_snapshot_slots=d.n_snapshot_slots if snapshot_slots is None else snapshot_slots,
         spec_seqs=max_num_seqs if (spec_seqs if spec_seqs is not None else d.spec_seqs) is None
         else (spec_seqs if spec_seqs is not None else d.spec_seqs),
-        spec_tokens=spec_tokens, conv_bytes=CONV_STATE_BYTES, decode_graphs=graphs, graph_pool=graphs and cuda)
+        spec_tokens=spec_tokens, conv_bytes=CONV_STATE_BYTES, decode_graphs=graphs, graph_pool=graphs and cuda,
+        host_tokens=not cuda)
     reserve = d.reserve_bytes if overhead_gib is None else int(overhead_gib * GIB)
     budget = memory_budget(config, counts.bytes(fmt), shape, int(gpu_gib * GIB * memory_fraction),
                            f"{gpu_gib:g} GiB x {memory_fraction:g}", reserve, strict=False)
