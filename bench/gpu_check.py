@@ -194,6 +194,8 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
                 break
         return sorted(times)[len(times) // 2], min(hosts), len(times)
 
+    if cuda and graphs_on and not graphs.captured:
+        failed.append(f"{label}: CUDA graph capture failed ({graphs.capture_error})")
     diff, scale, finite = replay_vs_eager(graphs, states, rows[0])
     good = finite and diff <= GRAPH_TOL * max(1.0, scale)
     log(f"[{label}] graph vs eager step, one sequence: max |logits diff| {diff:.2e} (tol {GRAPH_TOL:g} x "
@@ -236,6 +238,9 @@ def run_model(label: str, config: ModelConfig, device: str, dtype, n_seqs: int, 
         dt = time.perf_counter() - t2
         log(f"[{label}] chunked prefill: {done:,} of {prefill:,} tokens (chunks of {chunk}) in {dt:.1f} s = "
             f"{done / dt:.0f} tok/s" + ("" if done == prefill else " (stopped at the time budget)"))
+    from engine.kernels.fallback import failures
+    for name, cause in failures(ops).items():  # a kernel that could not be built ran as its torch reference
+        failed.append(f"{label}: kernel {name} fell back to its reference ({cause})")
     del model, kv, states, ctx
     if cuda:
         torch.cuda.empty_cache()

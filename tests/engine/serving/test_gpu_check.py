@@ -48,3 +48,15 @@ def test_a_failing_kernel_check_fails_the_run():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "NVFP4 GEMM 48x64 T=3: max rel err" in out.stdout and "FAIL: kernels" in out.stdout
+
+
+@pytest.mark.slow
+def test_gpu_engine_check_tiny_runs_on_cpu():
+    """bench/gpu_engine_check.py (run by bench/gpu_first_run.sh): the NVFP4 hybrid served with the Triton
+    kernels equals the torch reference kernels, no kernel fell back."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_engine_check.py"), "--tiny"],
+                         capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "greedy tokens equal True" in out.stdout and out.stdout.rstrip().endswith("engine check: ok")
