@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     api_keys: dict[str, str] = Field(default_factory=lambda: {"demo-key": "demo"})  # API key -> tenant
+    # /metrics: "key" needs any API key (X-API-Key or Bearer); "localhost" also answers loopback callers without one
+    metrics_access: Literal["key", "localhost"] = "key"
     ray_address: str = ""  # run batch jobs on Ray ("local" starts one in-process; or ray://host:10001, auto)
 
     # Backpressure (app/api/backpressure.py): past max_active running + max_queued waiting -> 429 + Retry-After

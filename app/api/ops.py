@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import time
+from typing import Optional
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, Security
+from fastapi.security import HTTPAuthorizationCredentials
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from app.api.deps import api_key_header, bearer
 
 router = APIRouter(tags=["ops"])
 ENGINE_GAUGES = ("running", "waiting", "kv_blocks_used", "kv_blocks_total", "mamba_slots_used", "mamba_slots_total",
@@ -43,7 +47,25 @@ async def health(request: Request) -> dict:
             "ingest_waiting": service.ingest_waiting() if hasattr(service, "ingest_waiting") else 0}
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+def metrics_caller(request: Request, key: Optional[str] = Security(api_key_header),
+                   token: Optional[HTTPAuthorizationCredentials] = Security(bearer)) -> None:
+    """/metrics counts every tenant's requests per route: it needs an API key (any tenant's), unless
+    ``settings.metrics_access`` is "localhost" and the caller is on the loopback interface."""
+    service = request.app.state.service
+    if getattr(service.settings, "metrics_access", "key") == "localhost" and request.client \
+            and request.client.host in LOOPBACK:
+        return
+    if not service.tenant_for_key(key or (token.credentials if token else None)):
+        raise HTTPException(401, "/metrics needs an API key (X-API-Key or Authorization: Bearer), or "
+                                 "LEXICON_METRICS_ACCESS=localhost for scrapers on this host",
+                            headers={"WWW-Authenticate": "Bearer"})
+
+
+@router.get("/metrics", summary="Prometheus metrics (needs an API key; see LEXICON_METRICS_ACCESS)",
+            response_class=Response, dependencies=[Depends(metrics_caller)])
 def metrics(request: Request) -> Response:
     m: Metrics = request.app.state.metrics
     stats = request.app.state.service.engine_stats()

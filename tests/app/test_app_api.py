@@ -19,14 +19,20 @@ MSA = SAMPLE_FACTS["msa"]["filename"]
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory):
+def live(tmp_path_factory):
     from app.server import create_app
 
     settings = small_settings(tmp_path_factory.mktemp("api-data"), max_file_mb=1,
                               api_keys={"key-acme": "acme", "key-globex": "globex"})
     server = LiveServer(create_app(settings), free_port()).start()
-    yield server.url
+    server.settings = settings
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def base_url(live):
+    return live.url
 
 
 @pytest.fixture(scope="module")
@@ -140,10 +146,23 @@ def test_engine_v1_routes_stream_through_the_openai_client(base_url):
         model.close()
 
 
-def test_health_and_metrics(client):
+def test_health_and_metrics(client, live):
     assert client.get("/health").json()["status"] == "ok"
-    text = client.get("/metrics").text
+    for headers in ({}, {"X-API-Key": "nope"}):  # request counts per route are not for anyone who asks
+        r = client.get("/metrics", headers=headers)
+        assert r.status_code == 401 and "LEXICON_METRICS_ACCESS" in r.json()["detail"], r.text
+    text = client.get("/metrics", headers=B).text  # any tenant's key
     assert 'lexicon_http_requests_total{method="POST",route="/api/ask",status="200"}' in text
     assert 'lexicon_engine{stat="kv_blocks_total"}' in text
     spec = client.get("/openapi.json").json()
     assert {"/api/ask", "/api/documents", "/api/jobs/{job_id}", "/v1/chat/completions"} <= set(spec["paths"])
+
+
+def test_metrics_can_be_opened_to_this_host_only(client, live):
+    """LEXICON_METRICS_ACCESS=localhost: a scraper on the loopback interface needs no key (this client is one)."""
+    live.settings.metrics_access = "localhost"
+    try:
+        assert client.get("/metrics").status_code == 200
+    finally:
+        live.settings.metrics_access = "key"
+    assert client.get("/metrics").status_code == 401

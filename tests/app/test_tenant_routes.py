@@ -108,7 +108,10 @@ def b_uploads_a_name(w: World, method: str, path: str) -> None:
     """b uploads a file under a's document name: a new document of b's; nothing about a's version."""
     from tenant_world import MEMO
 
-    r = w.client.post(path, headers=B, files={"file": (MEMO, b"b's own text about gardening.\n", "text/plain")})
+    from text_pdf import write_lines_pdf  # tests/text_pdf.py
+
+    pdf = write_lines_pdf(w.settings.data_dir / "b-own.pdf", [["b's own text about gardening."]]).read_bytes()
+    r = w.client.post(path, headers=B, files={"file": (MEMO, pdf, "application/pdf")})  # a real PDF: a .pdf
     assert r.status_code == 202, r.text
     assert not r.json().get("replaces"), r.json()  # a's document of that name is not b's to replace
     job = wait_job(w.client, B, r.json()["job_id"])
