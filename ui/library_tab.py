@@ -21,6 +21,40 @@ FAILED = {"failed", "error", "cancelled", "rejected"}
 POLL_SECONDS = 0.5
 JOB_TIMEOUT_SECONDS = 30 * 60
 DOC_COLUMNS = ["Document", "Status", "Pages", "Chunks", "Tables", "Error", "ID"]
+SHOWN_NAME_CHARS = 80  # a longer file name shows its start and end; the full name is on hover (title)
+# a name cell wraps anywhere and never widens the table past the screen (the status and error stay visible)
+NAME_CELL = "style='max-width:28em;overflow-wrap:anywhere;word-break:break-word'"
+
+
+def short_name(name: str, limit: int = SHOWN_NAME_CHARS) -> str:
+    """``name`` as a table shows it: whole when short, else its start, an ellipsis and its end (extension)."""
+    if len(name) <= limit:
+        return name
+    tail = max(12, limit // 4)
+    return name[: limit - tail - 1] + "…" + name[-tail:]
+
+
+def name_cell(name: str, cls: str) -> str:
+    full = html.escape(name, quote=True)
+    return f"<td class='{cls}' title='{full}' {NAME_CELL}>{html.escape(short_name(name))}</td>"
+
+
+class OriginalNameFile(gr.File):
+    """A file input whose paths carry the name the browser gave (``orig_name``): Gradio's copy on disk has a
+    name cut to 200 bytes and stripped of some characters."""
+
+    def _process_single_file(self, f):
+        out = super()._process_single_file(f)
+        if isinstance(out, str) and getattr(f, "orig_name", None):
+            from gradio.utils import NamedString
+
+            out = NamedString(out)
+            out.orig_name = f.orig_name
+        return out
+
+
+def original_name(path) -> str:
+    return getattr(path, "orig_name", None) or Path(path).name
 
 
 @dataclass
@@ -96,7 +130,7 @@ def progress_html(rows: list[FileRow]) -> str:
             detail += f"<div class='upload-notice'>{html.escape(r.extra['notice'])}</div>"
         lines.append(
             f"<tr class='upload-row' data-status='{html.escape(r.status)}' data-done='{str(r.done).lower()}'>"
-            f"<td>{html.escape(r.filename)}</td>"
+            f"{name_cell(r.filename, 'upload-name')}"
             f"<td style='color:{color};font-weight:600' class='upload-status'>{html.escape(r.status)}</td>"
             f"<td><progress max='100' value='{pct}' style='width:12em'></progress> {pct}%</td>"
             f"<td class='upload-detail' style='color:{'#c62828' if r.error else 'inherit'}'>{detail}</td></tr>")
@@ -122,6 +156,9 @@ def documents_html(rows: list[list]) -> str:
     for r in rows:
         cells = []
         for key, value in zip(keys, r):
+            if key == "name":
+                cells.append(name_cell(str(value if value is not None else ""), "doc-name"))
+                continue
             style = " style='color:#c62828'" if key == "error" or (key == "status" and value in FAILED) else ""
             cells.append(f"<td class='doc-{key}'{style}>{html.escape(str(value if value is not None else ''))}</td>")
         body.append(f"<tr class='doc-row' data-filename='{html.escape(str(r[0]))}'>{''.join(cells)}</tr>")
@@ -130,7 +167,7 @@ def documents_html(rows: list[list]) -> str:
 
 
 def delete_choices(rows: list[list]) -> list[tuple[str, str]]:
-    return [(f"{r[0]} ({r[6]})", str(r[6])) for r in rows if r[6] is not None]
+    return [(f"{short_name(str(r[0]))} ({r[6]})", str(r[6])) for r in rows if r[6] is not None]
 
 
 def _follow(service: Any, tenant: str, row: FileRow, rows: list[FileRow], deadline: float):
@@ -166,7 +203,7 @@ def upload_files(service: Any, tenant: str, paths: list[str]):
     Files go one at a time, each after the previous one's job has finished: the knowledge base ingests
     serially anyway, and a job submitted while another is writing can hit a locked SQLite store.
     """
-    rows = [FileRow(filename=Path(p).name, status="queued") for p in paths]
+    rows = [FileRow(filename=original_name(p), status="queued") for p in paths]
     yield progress_html(rows)
     deadline = time.monotonic() + JOB_TIMEOUT_SECONDS
     for row, path in zip(rows, paths):
@@ -189,10 +226,12 @@ def upload_files(service: Any, tenant: str, paths: list[str]):
 
 def build_library_tab(service: Any, session: gr.State):
     """Builds the tab; returns (documents table, delete dropdown) for the login hook to fill."""
-    gr.Markdown("Upload PDF, DOCX, HTML, TXT/Markdown, XLSX or CSV files. Each file is parsed, split into "
+    gr.Markdown("Upload PDF, DOCX, HTML, TXT/Markdown, XLSX, CSV or scanned pages (PNG, JPEG, TIFF: read by OCR). "
+                "Each file keeps its name as given. Each file is parsed, split into "
                 "passages with page numbers, embedded, and its tables are extracted for BI questions.")
-    files = gr.File(file_count="multiple", type="filepath", label="Documents", elem_id="lib-files",
-                    file_types=[".pdf", ".docx", ".html", ".htm", ".txt", ".md", ".xlsx", ".csv"])
+    files = OriginalNameFile(file_count="multiple", type="filepath", label="Documents", elem_id="lib-files",
+                             file_types=[".pdf", ".docx", ".html", ".htm", ".txt", ".md", ".xlsx", ".csv", ".png",
+                                         ".jpg", ".jpeg", ".tif", ".tiff"])
     upload = gr.Button("Upload and ingest", variant="primary", elem_id="lib-upload")
     progress = gr.HTML(progress_html([]), elem_id="lib-progress")
     gr.Markdown("### Your documents")

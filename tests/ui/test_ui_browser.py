@@ -315,6 +315,38 @@ def test_delete_removes_a_document(acme_page, screenshot_on_failure):
     assert doc_row(page, PDF_NAME).count() == 1
 
 
+UNICODE_NAME = "合同 é…é.pdf"
+LONG_NAME = "Master services agreement between Acme Corporation and Globex Supplies " * 9 + "final.pdf"
+
+
+def test_unicode_and_long_file_names_are_kept_and_fit_the_screen(acme_page, tmp_path, screenshot_on_failure):
+    """Files named in Chinese with accents, and with a 650-character name, keep their names in the Library;
+    the long name wraps or is cut (full on hover) and the status column stays on screen."""
+    page = acme_page
+    screenshot_on_failure(page)
+    page.click("button[role=tab]:has-text('Library')")
+    pdf = write_agreement_pdf(tmp_path / "agreement.pdf").read_bytes()
+    page.set_input_files("#lib-files input[type=file]", [
+        {"name": UNICODE_NAME, "mimeType": "application/pdf", "buffer": pdf},
+        {"name": LONG_NAME, "mimeType": "application/pdf", "buffer": pdf.replace(b"Delaware", b"Delawarf")}])
+    page.wait_for_selector("#lib-files :text('é…é')")
+    page.click("#lib-upload")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#upload-table tr.upload-row')].length === 2 && "
+        "[...document.querySelectorAll('#upload-table tr.upload-row')].every(r => r.dataset.done === 'true')",
+        timeout=ANSWER_MS)
+    unicode_row, long_row = doc_row(page, UNICODE_NAME), doc_row(page, LONG_NAME)
+    unicode_row.wait_for()
+    assert unicode_row.locator("td.doc-name").inner_text() == UNICODE_NAME
+    assert unicode_row.locator("td.doc-status").inner_text() == "ingested"
+    assert long_row.locator("td.doc-name").get_attribute("title") == LONG_NAME  # the full name on hover
+    assert long_row.locator("td.doc-status").inner_text() == "ingested"
+    width = page.viewport_size["width"]
+    for cell in ("td.doc-status", "td.doc-error", "td.doc-id"):
+        box = long_row.locator(cell).bounding_box()
+        assert box and box["x"] + box["width"] <= width, (cell, box, width)  # not pushed off screen
+
+
 def test_another_tenant_sees_only_its_own_documents(browser, server, screenshot_on_failure):
     page = globex_page(browser, server, screenshot_on_failure)
     page.click("button[role=tab]:has-text('Library')")

@@ -166,3 +166,42 @@ def test_an_agent_chart_over_years_runs_oldest_first():
     assert list(fig.data[0].x) == ["2022", "2023", "2024"] and list(fig.data[0].y) == [1, 2, 3]
     fig = result_figure(["year", "revenue"], [[2024.0, 3.0], [2022.0, 1.0]], "line")
     assert list(fig.data[0].x) == ["2022", "2024"]
+
+
+def test_long_and_unicode_file_names_fit_the_library_tables():
+    """A 5,000-character name shows its start and end (the extension) in the table, the full name on hover, and
+    does not widen the table: the status and error cells stay on screen. Names in any script show as given."""
+    import html as html_mod
+    import re
+
+    from ui.library_tab import SHOWN_NAME_CHARS, delete_choices, documents_html
+
+    long_name = "Master services agreement " * 192 + "xxxx.pdf"
+    rows = [[long_name, "failed", 0, 0, 0, "the file is empty (0 bytes)", "d1"],
+            ["合同.pdf", "ingested", 2, 3, 0, "", "d2"]]
+    page = documents_html(rows)
+    cell = re.search(r"<td class='doc-name' title='([^']*)'([^>]*)>([^<]*)</td>", page)
+    assert html_mod.unescape(cell.group(1)) == long_name  # the full name on hover
+    assert "overflow-wrap:anywhere" in cell.group(2) and "max-width" in cell.group(2)
+    shown = html_mod.unescape(cell.group(3))
+    assert len(shown) <= SHOWN_NAME_CHARS and shown.startswith("Master services") and shown.endswith("xxxx.pdf")
+    assert "<td class='doc-name' title='合同.pdf'" in page and ">合同.pdf</td>" in page
+    assert "the file is empty" in page
+    assert all(len(label) < SHOWN_NAME_CHARS + 10 for label, _ in delete_choices(rows))
+    progress = progress_html([FileRow(long_name, status="failed", error="over the 1 MB limit", done=True)])
+    assert len(html_mod.unescape(re.search(r"class='upload-name'[^>]*>([^<]*)<", progress).group(1))) <= SHOWN_NAME_CHARS
+
+
+def test_the_file_input_passes_the_name_the_browser_gave(tmp_path):
+    """Gradio keeps its copy under a name cut to 200 bytes; the Library's input hands over the original name."""
+    from gradio.data_classes import FileData, ListFiles
+
+    from ui.library_tab import OriginalNameFile, original_name
+
+    copy = tmp_path / "cut.pdf"
+    copy.write_bytes(b"%PDF-1.4\n")
+    name = "協議" * 150 + ".pdf"  # 900 bytes of UTF-8
+    component = OriginalNameFile(file_count="multiple", type="filepath")
+    [path] = component.preprocess(ListFiles(root=[FileData(path=str(copy), orig_name=name)]))
+    assert str(path) == str(copy) and original_name(path) == name
+    assert original_name(str(copy)) == "cut.pdf"  # a plain path: its own name
