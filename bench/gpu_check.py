@@ -254,7 +254,8 @@ def _model_part(failed: list[str], label: str, *args, **kwargs) -> None:
         failed.extend(run_model(label, *args, **kwargs))
     except Exception as exc:  # noqa: BLE001
         import traceback
-        log(f"[{label}] FAILED: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}")
+        from engine.kernels.fallback import summary
+        log(f"[{label}] FAILED: {type(exc).__name__}: {summary(exc)}")
         log(traceback.format_exc(limit=4))
         failed.append(f"{label}: {type(exc).__name__}")
         if torch.cuda.is_available():

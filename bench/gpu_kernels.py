@@ -53,7 +53,8 @@ class Checks:
             finite = all(bool(torch.isfinite(a.float()).all()) for a in got)
             good = err <= tol and finite
         except Exception as exc:  # a kernel that does not build or run here: the check names the cause
-            log(f"{label}: FAIL ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''})")
+            from engine.kernels.fallback import summary
+            log(f"{label}: FAIL ({type(exc).__name__}: {summary(exc)})")
             log(traceback.format_exc(limit=3))
             self.failed.append(label)
             return

@@ -40,6 +40,16 @@ def is_build_error(exc: BaseException) -> bool:
     return False
 
 
+def summary(exc: BaseException) -> str:
+    """One line for a log: a Triton compile error reads "at L:C:", its source, then the cause: keep the first
+    and the last line (and the cause's own message when it was raised from another exception)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    text = lines[0] if len(lines) <= 1 else f"{lines[0]} ... {lines[-1]}"
+    if exc.__cause__ is not None and str(exc.__cause__) not in text:
+        text += f" ({type(exc.__cause__).__name__}: {str(exc.__cause__).strip().splitlines()[-1] if str(exc.__cause__).strip() else ''})"
+    return text[:400]
+
+
 def _capturing() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
@@ -56,7 +66,7 @@ class Guarded:
             except Exception as exc:
                 if _capturing() or not is_build_error(exc):
                     raise
-                self.failure = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
+                self.failure = f"{type(exc).__name__}: {summary(exc)}"
                 log.warning("Triton kernel %s could not be built (%s); falling back to its torch reference",
                             self.name, self.failure)
         return self.reference(*args, **kwargs)
