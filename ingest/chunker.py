@@ -1,7 +1,8 @@
 """Structure-aware chunking with exact provenance.
 
 A page is cut into paragraphs (blank lines) and headings (explicit heading spans from the parser,
-Markdown ``#`` lines, numbered clauses such as ``14.2 Change of Control``, short ALL-CAPS lines). A
+Markdown ``#`` lines, numbered clauses such as ``14.2 Change of Control``, short ALL-CAPS lines; the labels
+they give, never a body sentence, come from ``ingest.headings``). A
 heading starts a new section and a new chunk; an enumerated item ("(a)", "b)", "(iv)") starts a new
 paragraph; paragraphs of one section are packed up to the token budget; a paragraph longer than the budget
 is cut at sentence ends (``ingest.sentences``: "U.S.", "Inc.", "No. 5" are not ends), so a clause is never
@@ -16,17 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ingest.headings import MARKDOWN_HEADING, heading_label  # noqa: F401 - heading_label: part of this API
 from ingest.parsers import Page
 from ingest.sentences import sentence_ends
 
-CHUNKER_VERSION = 2  # bump when chunk boundaries change: part of the ingest fingerprint, so files re-chunk
+CHUNKER_VERSION = 3  # bump when chunk boundaries change: part of the ingest fingerprint, so files re-chunk
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
-MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<title>\S.*)$")
-CLAUSE = re.compile(
-    r"^\s*(?:(?:Section|Clause|Article|ARTICLE|SECTION|CLAUSE)\s+)?(?P<num>\d{1,3}(?:\.\d{1,3}){0,4}|(?<=E |e |N |n )[IVXL]{1,6})"
-    r"[.):]?\s+(?:[-\u2013\u2014]\s*)?(?P<title>[A-Z\u201c\"][^\n]*)$"
-)
 ENUMERATED = re.compile(r"^\s*(?:\([a-zA-Z0-9]{1,4}\)|[a-z]{1,2}\)|[ivx]{1,5}\.|\d{1,2}\))\s+\S")
 PAGE_SEPARATOR = "\n\n"
 
@@ -59,43 +56,23 @@ def document_text(pages: list[Page]) -> str:
     return PAGE_SEPARATOR.join(p.text for p in pages)
 
 
-def heading_label(line: str, explicit: bool = False) -> str | None:
-    """The section label a line opens, or None if it is ordinary text."""
-    s = line.strip()
-    if not s:
-        return None
-    m = CLAUSE.match(s[:300])  # a numbered clause may run on for a whole paragraph on its first line
-    if len(s) > 300 and not m:
-        return None
-    mh = MARKDOWN_HEADING.match(s)
-    if mh:
-        return mh["title"].strip().strip("#").strip()
-    if m and any(c.isalpha() for c in m["title"][:3]):
-        title = re.split(r"(?<=[a-z)])[.:;]\s|\.$", m["title"], maxsplit=1)[0].strip()
-        if len(title) <= 80:
-            return f"{m['num']} {title}"
-        return m["num"]
-    if explicit:
-        return s[:120]
-    letters = [c for c in s if c.isalpha()]
-    if len(s) <= 80 and len(letters) >= 4 and all(c.isupper() for c in letters) and not s.endswith("."):
-        return s.title() if s.isupper() else s
-    return None
-
-
 def _paragraphs(page: Page) -> list[_Para]:
     explicit = {start for start, _ in page.headings}
     paras: list[_Para] = []
     pos, text = 0, page.text
     cur: _Para | None = None
-    for line in text.splitlines(keepends=True):
+    prev: str | None = None  # the line before, in the same block
+    lines = text.splitlines(keepends=True)
+    for k, line in enumerate(lines):
         start, end = pos, pos + len(line.rstrip("\r\n"))
         pos += len(line)
         if not line.strip():
-            cur = None
+            cur, prev = None, None
             continue
         lead = len(line) - len(line.lstrip())
-        label = heading_label(line, explicit=(start + lead) in explicit or start in explicit)
+        nxt = lines[k + 1] if k + 1 < len(lines) and lines[k + 1].strip() else None
+        label = heading_label(line, explicit=(start + lead) in explicit or start in explicit, prev=prev, nxt=nxt)
+        prev = line
         if label is not None or cur is None or ENUMERATED.match(line):
             cur = _Para(start + lead, end, label)
             paras.append(cur)

@@ -38,7 +38,7 @@ RENDER_LOCK = threading.Lock()
 @dataclass(frozen=True)
 class OcrConfig:
     engine: str = "tesseract"
-    dpi: int = 300  # pages are rendered at this resolution for the engine
+    dpi: int = 200  # scanned PDF pages are rendered at this for the engine (300: ~25% slower, no more accurate)
     workers: int = 0  # pages at once; 0 = the CPU count
     cache_dir: Path | None = None  # None: no cache
     lang: str = "eng"
@@ -183,11 +183,28 @@ def ocr_pages(jobs: list[OcrJob], cfg: OcrConfig, on_page: Callable[[int], None]
 
 
 def ocr_layout(page: OcrPage):
-    """The table layout (``ingest.table_layout.Layout``) of an OCR'd page, built from its word boxes."""
+    """The table layout (``ingest.table_layout.Layout``) of an OCR'd page, built from its word boxes. OCR boxes
+    hug the glyphs ("Segment" reaches lower than "2024" on the same line), where a PDF's character boxes share
+    their line's font box; so words are first put on lines by vertical overlap and given their line's top and
+    bottom, as the PDF path has them, then the same line grouping and column segmentation run."""
     from ingest.table_layout import Layout, Line, group_lines, segment_line
 
+    rows: list[list[dict]] = []
+    for w in sorted((dict(w) for w in page.words), key=lambda w: (w["top"] + w["bottom"]) / 2):
+        if rows:
+            top, bottom = min(x["top"] for x in rows[-1]), max(x["bottom"] for x in rows[-1])
+            height = median(x["bottom"] - x["top"] for x in rows[-1])
+            overlap = min(bottom, w["bottom"]) - max(top, w["top"])
+            if overlap >= 0.5 * min(height, w["bottom"] - w["top"]):
+                rows[-1].append(w)
+                continue
+        rows.append([w])
+    words = []
+    for row in rows:
+        top, bottom = min(x["top"] for x in row), max(x["bottom"] for x in row)
+        words.extend(dict(x, top=top, bottom=bottom) for x in row)
     lines = []
-    for ws in group_lines([dict(w) for w in page.words]):
+    for ws in group_lines(words):
         segs = segment_line(ws)
         if segs:
             lines.append(Line(min(s.top for s in segs), max(s.bottom for s in segs), segs))
