@@ -55,7 +55,7 @@ def engine_version(engine: str) -> str:
     if engine == "tesseract":
         version = tesseract_version()
         if version is None:
-            raise IngestError("OCR needs the tesseract-ocr package (apt-get install tesseract-ocr; `make setup` does it)")
+            raise IngestError("OCR needs the tesseract-ocr package (apt-get install tesseract-ocr; make setup does it)")
         return version
     if engine == "rapidocr":
         try:

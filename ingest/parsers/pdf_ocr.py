@@ -18,6 +18,7 @@ from ingest.ocr import OcrConfig, OcrJob, OcrStats, ocr_layout, ocr_pages
 from ingest.parsers import Page, ParsedDocument
 
 log = logging.getLogger(__name__)
+MAX_PIXELS = 60_000_000  # a page rendered larger than this (a poster, a drawing) is rendered at a lower dpi
 
 
 def thin_text(text: str, cfg: OcrConfig) -> bool:
@@ -77,8 +78,10 @@ def ocr_pdf_pages(path: Path, parsed: ParsedDocument, numbers: list[int], cfg: O
             def render():
                 page = doc[number - 1]
                 try:
-                    bitmap = page.render(scale=cfg.dpi / 72, grayscale=True)
-                    return bitmap.to_pil(), 72 / cfg.dpi
+                    area = max(1.0, float(page.get_width()) * float(page.get_height()))
+                    scale = min(cfg.dpi / 72, (MAX_PIXELS / area) ** 0.5)
+                    bitmap = page.render(scale=scale, grayscale=True)
+                    return bitmap.to_pil(), 1 / scale
                 finally:
                     page.close()
             return OcrJob(number, render)

@@ -15,7 +15,8 @@ def sections(text: str) -> list[str]:
 
 
 def test_numbered_clause_label_is_number_and_title():
-    assert heading_label("14.2 Change of Control. If either party is acquired, it shall notify") == "14.2 Change of Control"
+    assert heading_label("14.2 Change of Control. If either party is acquired, it shall notify") == \
+        "14.2 Change of Control"
     assert heading_label("13. Governing law. This Agreement is governed by the laws of Ohio.") == "13 Governing law"
     assert heading_label("7.3 TERM\u00a0AND\u00a0RENEWAL.\u00a0The initial term is two years") == "7.3 TERM AND RENEWAL"
     assert heading_label("9.4 Waiver of Rights; Consents. No waiver is effective unless written.") == \
