@@ -136,3 +136,14 @@ def test_serve_on_cuda_sizes_from_the_device_not_a_4_gib_setting(tmp_path):
     assert Settings(data_dir=tmp_path, engine_device="cuda:1").engine_memory_cap_gib is None
     assert Settings(data_dir=tmp_path, engine_device="cpu").engine_memory_cap_gib == CPU_MEMORY_GIB
     assert Settings(data_dir=tmp_path, engine_device="cuda", engine_memory_gib=20).engine_memory_cap_gib == 20.0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (mem_get_info)")
+def test_cuda_budget_reads_the_device_and_keeps_what_lives_outside_torch():
+    from engine.memory_budget import ALLOCATOR_SLACK_BYTES, cuda_budget
+    free, total = torch.cuda.mem_get_info()
+    budget, reserve, source = cuda_budget(torch.device("cuda"), 1.0, 0)
+    assert budget == total and "cuda mem_get_info" in source
+    outside = total - free - torch.cuda.memory_reserved()
+    assert reserve >= ALLOCATOR_SLACK_BYTES and abs(reserve - (max(0, outside) + ALLOCATOR_SLACK_BYTES)) < 64 * 2 ** 20
+    assert cuda_budget(torch.device("cuda"), 0.5, 8 * GIB)[:2] == (int(total * 0.5), max(8 * GIB, reserve))
