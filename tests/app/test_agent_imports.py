@@ -126,10 +126,30 @@ def test_the_checker_sees_a_circle(tmp_path):
     assert cycles(graph, "app") == [["app.a", "app.b"]]
 
 
+def module_caches(mods: dict[str, Path], prefix: str = "app.agent") -> list[str]:
+    """Module-level names bound to an empty container or a ``...Cache(...)``: state kept across questions."""
+    out = []
+    for name, path in mods.items():
+        if not name.startswith(prefix):
+            continue
+        for node in ast.parse(path.read_text()).body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if value is not None else []
+            empty = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not getattr(value, "keys", None) and \
+                not getattr(value, "elts", None)
+            call = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and (
+                value.func.id.endswith("Cache") or (value.func.id in ("dict", "OrderedDict", "set") and not value.args))
+            if empty or call:
+                out += [f"{name}.{t.id}" for t in targets if isinstance(t, ast.Name)]
+    return sorted(out)
+
+
 if __name__ == "__main__":
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
     g = imports(modules(root))
     print(f"{root}: app/agent floors {floors(g, 'app.agent')}")
+    for c in module_caches(modules(root)):
+        print("module-level cache:", c)
     for c in cycles(g, "app"):
         print("circle:", " <-> ".join(c))
     for m, deps in sorted(g.items()):
