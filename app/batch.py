@@ -5,8 +5,9 @@ files are skipped by content hash), then asks each (document, question) pair res
 with a progress bar. The job lives in the database (``app.batch_store``): each answer is committed as soon as
 it is known, so a rerun of the same command (same folder and output) continues where a killed run stopped,
 and recomputes only the rows whose document changed (rows are keyed on the document's content hash).
-A question that fails is recorded on its row and the job goes on. The output is written once, atomically,
-at the end (a formatted workbook for ``.xlsx``); nothing else is left next to it. In-process by default; on
+A question that fails is recorded on its row and the job goes on. The output is written atomically (a
+formatted workbook for ``.xlsx``): with the rows answered so far every few seconds while the job runs, so a
+run that dies leaves them, then complete at the end; nothing else is left next to it. In-process by default; on
 Ray when ``settings.ray_address`` is set (``app.batch_ray``). With a server running, ``app.cli`` sends the job
 to its REST API instead (``app.remote``).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 import yaml
 
@@ -60,8 +62,9 @@ def job_key(docs: Path, out: Path) -> str:
     return "cli:" + hashlib.sha256(f"{Path(docs).resolve()}\x00{Path(out).resolve()}".encode()).hexdigest()[:40]
 
 
-def write_output(out: Path, job: dict) -> None:
-    rows = job["rows"]
+def write_output(out: Path, job: dict, answered_only: bool = False) -> None:
+    """The job's rows into ``out`` (atomically); ``answered_only``: the rows answered so far (partial output)."""
+    rows = [r for r in job["rows"] if r.get("status") != "pending"] if answered_only else job["rows"]
     if out.suffix == ".xlsx":
         write_atomic(out, xlsx_bytes(rows, job))
     else:
@@ -78,6 +81,21 @@ def check_args(docs: Path, questions: Path, out: Path) -> tuple[list[dict] | Non
         return load_questions(questions), None
     except (OSError, ValueError, yaml.YAMLError) as exc:
         return None, str(exc)
+
+
+class PartialOutput:
+    """Writes the rows answered so far into the output file while the job runs (at most every ``every_s``), so
+    a run that dies (the process killed, the server gone) leaves what it had; the complete file replaces it."""
+
+    def __init__(self, out: Path, every_s: float = 5.0):
+        self.out, self.every_s, self.last, self.written = Path(out), every_s, float("-inf"), 0
+
+    def due(self, answered: int) -> bool:
+        return answered > self.written and time.monotonic() - self.last >= self.every_s
+
+    def write(self, job: dict) -> None:
+        write_output(self.out, job, answered_only=True)
+        self.last, self.written = time.monotonic(), job["done"] + job["failed"]
 
 
 def progress_bar(console):
@@ -128,7 +146,7 @@ def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str 
         elif settings.ray_address and not use_ray:
             console.print("[yellow]running in-process: this process holds the embedded vector store "
                           "(Ray needs LEXICON_QDRANT_URL here)[/yellow]")
-        result = _run_with_progress(console, settings, service, engine, job_id, use_ray)
+        result = _run_with_progress(console, settings, service, engine, job_id, use_ray, PartialOutput(out))
         write_output(out, result)
         failed = f", {result['failed']} failed (see their error column)" if result["failed"] else ""
         console.print(f"{result['done']} answered{failed} ({result['total']} pairs) in {out}"
@@ -139,13 +157,19 @@ def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str 
             service.close()
 
 
-def _run_with_progress(console, settings, service, engine, job_id: str, use_ray: bool) -> dict:
+def _run_with_progress(console, settings, service, engine, job_id: str, use_ray: bool,
+                       partial: PartialOutput) -> dict:
     job = store.job_dict(engine, job_id, rows=False)
+    answered = job["done"] + job["failed"]
     with progress_bar(console) as bar:
-        task = bar.add_task("questions", total=job["total"], completed=job["done"] + job["failed"])
+        task = bar.add_task("questions", total=job["total"], completed=answered)
 
         def on_row(row: dict) -> None:
+            nonlocal answered
+            answered += 1
             bar.update(task, advance=1, description=f"{row['filename']}: {row['question'][:40]}")
+            if partial.due(answered):
+                partial.write(store.job_dict(engine, job_id))
 
         if use_ray:
             from app.batch_ray import run_job_on_ray

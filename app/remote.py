@@ -214,7 +214,7 @@ def remote_ask(client: Client, question: str, mode: str, thread: Optional[str], 
 
 
 def remote_batch(client: Client, docs: Path, questions: list[dict], out: Path, console) -> int:
-    from app.batch import job_key, progress_bar, write_output
+    from app.batch import PartialOutput, job_key, progress_bar, write_output
 
     results = ingest_files(client, [docs], console)
     for r in results:
@@ -226,15 +226,24 @@ def remote_batch(client: Client, docs: Path, questions: list[dict], out: Path, c
         return 1
     job = client.request("POST", "/api/batch", json={"questions": questions, "doc_ids": doc_ids,
                                                      "key": job_key(docs, out)}).json()
-    with progress_bar(console) as bar:
-        task = bar.add_task("questions", total=job["total"])
-        while True:
-            job = client.request("GET", f"/api/batch/{job['id']}", params={"rows": False}).json()
-            bar.update(task, completed=job["done"] + job["failed"], total=job["total"])
-            if job["status"] not in ("pending", "running"):
-                break
-            time.sleep(POLL_S)
-    job = client.request("GET", f"/api/batch/{job['id']}").json()
+    partial = PartialOutput(out)
+    try:
+        with progress_bar(console) as bar:
+            task = bar.add_task("questions", total=job["total"])
+            while True:
+                job = client.request("GET", f"/api/batch/{job['id']}", params={"rows": False}).json()
+                bar.update(task, completed=job["done"] + job["failed"], total=job["total"])
+                if job["status"] not in ("pending", "running"):
+                    break
+                if partial.due(job["done"] + job["failed"]):  # the rows so far, in case the server dies
+                    partial.write(client.request("GET", f"/api/batch/{job['id']}").json())
+                time.sleep(POLL_S)
+        job = client.request("GET", f"/api/batch/{job['id']}").json()
+    except RemoteError as exc:
+        kept = f"the {partial.written} rows answered before are in {out}" if partial.written > 0 else \
+            f"no row was answered yet, {out} is not written"
+        raise RemoteError(f"{exc}\n{kept}; the job {job['id']} is kept on the server and resumes when it starts "
+                          "again: run the same command then to finish it") from exc
     write_output(out, job)
     failed = f", {job['failed']} failed (see their error column)" if job["failed"] else ""
     console.print(f"{job['done']} answered{failed} ({job['total']} pairs) in {out} [dim]· through {client.url}[/dim]")

@@ -90,3 +90,56 @@ def test_a_stale_server_file_is_ignored(tmp_path):
     note.write_text("The notice period is thirty days.\n")
     r = lexicon(data, "ingest", str(note), "--tenant", "r")
     assert r.returncode == 0 and "using http" not in r.stdout, r.stdout + r.stderr
+
+
+def test_batch_keeps_the_rows_answered_when_the_server_dies_and_finishes_after_a_restart(tmp_path):
+    """The server stops mid-run: the client exits 1 saying so, the output holds the rows answered until then;
+    the restarted server resumes the job and the same command writes every row once."""
+    import time
+
+    from app import batch_store as store
+    from app.remote import write_server_file
+    from app.server import create_app
+    from app.service import LexiconService
+
+    settings = small_settings(tmp_path / "data", api_keys=KEYS)
+    service = LexiconService(settings)
+    docs, qfile, out = tmp_path / "docs", tmp_path / "q.yaml", tmp_path / "out.jsonl"
+    docs.mkdir()
+    write_msa_pdf(docs / MSA)
+    questions = ["Which law governs this agreement?", "What is the term of the agreement?",
+                 "What is the cap on liability?", "How many days of notice are needed to terminate?",
+                 "Who are the parties?", "What are the payment terms?"]
+    qfile.write_text(yaml.safe_dump([{"id": f"q{i}", "question": q} for i, q in enumerate(questions)]))
+    env = {**os.environ, "LEXICON_DATA_DIR": str(settings.data_dir), "LEXICON_API_KEYS": json.dumps(KEYS),
+           "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    env.pop("LEXICON_API_KEY", None)
+    env.pop("LEXICON_SERVER_URL", None)
+    args = [sys.executable, "-m", "app.cli", "batch", "--docs", str(docs), "--questions", str(qfile), "--out",
+            str(out), "--tenant", "r"]
+    try:
+        live = LiveServer(create_app(settings, service), free_port()).start()
+        write_server_file(settings, "127.0.0.1", live.port)
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 600
+        while not (out.exists() and out.read_text().strip()):  # the first rows are in the file
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "slow"
+            time.sleep(0.2)
+        live.stop()  # the server goes away mid-run (its batch worker stops after the row it is on)
+        log, _ = proc.communicate(timeout=300)
+        partial = [json.loads(line) for line in out.read_text().splitlines()]
+        assert proc.returncode == 1 and "resumes" in log and "Traceback" not in log, log
+        assert 1 <= len(partial) < len(questions) and all(r["status"] == "done" for r in partial), (partial, log)
+
+        live = LiveServer(create_app(settings, service), free_port()).start()  # restarted: the job resumes
+        write_server_file(settings, "127.0.0.1", live.port)
+        r = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert sorted(x["question_id"] for x in rows) == [f"q{i}" for i in range(len(questions))]
+        assert all(x["status"] == "done" for x in rows) and len(store.list_jobs(service.kb.engine, "r")) == 1
+        done = {x["question_id"]: x["answer"] for x in rows}
+        assert all(done[p["question_id"]] == p["answer"] for p in partial)  # kept, not redone
+        live.stop()
+    finally:
+        service.close()
