@@ -139,7 +139,7 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
         if chosen or narrowed != named:  # a name in the file names alone narrows nothing: the filing does
             chosen, filing = narrowed, why
     if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
-        chosen = list(cs.doc_ids)
+        chosen, filing = list(cs.doc_ids), cs.filing
     return Scope(chosen, _strip_file_names(facts, query, chosen or named), scope.naming, scope.scores, cs, asked,
                  filing)
 
