@@ -45,6 +45,7 @@ class OcrConfig:
     min_chars: int = 40  # a page with fewer non-space characters in its text layer is "thin"
     min_image_share: float = 0.25  # ... and is OCR'd when images cover this share of it
     heading_ratio: float = 1.35  # a line this much taller than the body's median is a heading
+    low_confidence: float = 60.0  # a page read with a lower mean word confidence (0-100) gets a warning
 
     def pool_size(self, pages: int) -> int:
         return max(1, min(pages, self.workers or os.cpu_count() or 1))
@@ -58,6 +59,16 @@ class OcrPage:
     width: float  # points
     height: float
     cached: bool = False
+    confidence: float | None = None  # the engine's mean word confidence (0-100), weighted by word length
+
+
+def low_confidence_warning(number: int, page: OcrPage, cfg: OcrConfig) -> str | None:
+    """English text reads at 90-96 here; a script the installed model does not know (Chinese read by ``eng``)
+    at ~30: its text is kept, and the document says so."""
+    if page.confidence is None or page.confidence >= cfg.low_confidence or not page.text.strip():
+        return None
+    return (f"page {number}: OCR read it with low confidence ({page.confidence:.0f}%); its text may be wrong"
+            f" (a script or language other than the OCR language '{cfg.lang}'?)")
 
 
 @dataclass
@@ -133,9 +144,11 @@ def _page_from_words(words: list[Word], scale: float, width: float, height: floa
         parts.append(sep + text)
         pos += len(text)
         prev_par = key[:2]
+    chars = sum(len(w.text) for w in words)
+    confidence = sum(w.conf * len(w.text) for w in words) / chars if chars else None
     boxes = [{"text": w.text, "x0": w.x0 * scale, "x1": w.x1 * scale, "top": w.top * scale,
               "bottom": w.bottom * scale, "size": round((w.bottom - w.top) * scale, 1)} for w in words]
-    return OcrPage("".join(parts), headings, boxes, width, height)
+    return OcrPage("".join(parts), headings, boxes, width, height, confidence=confidence)
 
 
 def _ocr_one(job: OcrJob, cfg: OcrConfig, version: str) -> OcrPage:
@@ -150,10 +163,12 @@ def _ocr_one(job: OcrJob, cfg: OcrConfig, version: str) -> OcrPage:
         path = Path(cfg.cache_dir) / key[:2] / f"{key}.json"
         hit = _load(path)
         if hit is not None:
-            return OcrPage(hit["text"], [tuple(h) for h in hit["headings"]], hit["words"], width, height, cached=True)
+            return OcrPage(hit["text"], [tuple(h) for h in hit["headings"]], hit["words"], width, height, cached=True,
+                           confidence=hit.get("confidence"))
     page = _page_from_words(recognise(image, cfg.engine, cfg.lang), scale, width, height, cfg)
     if path is not None:
-        _store(path, {"text": page.text, "headings": page.headings, "words": page.words})
+        _store(path, {"text": page.text, "headings": page.headings, "words": page.words,
+                      "confidence": page.confidence})
     return page
 
 

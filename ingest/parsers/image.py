@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 from ingest.errors import IngestError
-from ingest.ocr import OcrConfig, OcrJob, OcrStats, ocr_layout, ocr_pages
+from ingest.ocr import OcrConfig, OcrJob, OcrStats, low_confidence_warning, ocr_layout, ocr_pages
 from ingest.parsers import OcrProgress, Page, ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,8 @@ def parse_image(path: Path, ocr: OcrConfig | None = None, on_ocr_page: OcrProgre
 
     for number in range(1, frames + 1):
         page = done.get(number)
+        if page is not None and (warning := low_confidence_warning(number, page, ocr)) is not None:
+            parsed.warnings.append(warning)
         parsed.pages.append(Page(number, page.text if page else "", list(page.headings) if page else []))
         if page is not None and may_hold_table(page.text):
             try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ingest.errors import IngestError
-from ingest.ocr import OcrConfig, OcrJob, OcrStats, ocr_layout, ocr_pages
+from ingest.ocr import OcrConfig, OcrJob, OcrStats, low_confidence_warning, ocr_layout, ocr_pages
 from ingest.parsers import Page, ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,8 @@ def ocr_pdf_pages(path: Path, parsed: ParsedDocument, numbers: list[int], cfg: O
     for number, page in sorted(done.items()):
         if not page.text.strip():
             continue
+        if (warning := low_confidence_warning(number, page, cfg)) is not None:
+            parsed.warnings.append(warning)
         parsed.pages[number - 1] = Page(number, page.text, list(page.headings))
         if tables and may_hold_table(page.text):
             try:

@@ -27,7 +27,7 @@ def test_image_only_pdf_is_read_with_pages_headings_and_tables(tmp_path):
     pdf = write_scanned_pdf(tmp_path / "scan.pdf", [COVER, TERMS, FIGURES])
     seen: list[int] = []
     parsed = parse_pdf(pdf, ocr=OcrConfig(workers=2), on_ocr_page=seen.append)
-    assert parsed.ocr_pages == 3 and sorted(seen) == [1, 2, 3]
+    assert parsed.ocr_pages == 3 and sorted(seen) == [1, 2, 3] and parsed.warnings == []  # read confidently
     assert [p.number for p in parsed.pages] == [1, 2, 3]
     terms = parsed.pages[1]
     assert "governed by the laws of the State of Delaware" in terms.text
