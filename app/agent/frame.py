@@ -89,6 +89,10 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
     if cs is not None and cs.out_of_scope:
         return QuestionFrame(question, question, "text", doc_ids=doc_ids, not_in_documents=not_in_documents_text(cs),
                              read_s=time.perf_counter() - t0)
+    missing = _missing_documents(kbt, question, doc_ids)
+    if missing:
+        return QuestionFrame(question, question, "text", doc_ids=doc_ids, not_in_documents=missing,
+                             read_s=time.perf_counter() - t0)
     scope = scope_mod.resolve(kb, tenant, question, doc_ids)
     query = scope.query or question
     asked = ask_of(query)
@@ -127,23 +131,27 @@ def _plan_once(kbt, question: str, doc_ids, cs, scratch: Optional[dict]) -> tupl
     return plan.program is not None, "ok" if plan.program is not None else plan.reason
 
 
+def _missing_documents(kbt, question: str, doc_ids) -> str:
+    """The answer when the question names a document no document in scope carries (``named_documents``)."""
+    from app.agent.named_documents import missing_named_documents
+
+    try:
+        names = missing_named_documents(kbt, question, doc_ids)
+    except Exception:  # the check never blocks a question
+        log.exception("named-document check failed")
+        return ""
+    if not names:
+        return ""
+    said = ", ".join(f"\u201c{n}\u201d" for n in names)
+    return (f"No document in scope mentions {said}: the documents do not contain information about it, so this "
+            "question is not answered from other documents.")
+
+
 def _clause_kind(kbt, query: str, taxonomy=None):
     """The taxonomy's kind the asking part names (the tenant's playbook merged over the built-in kinds)."""
-    try:
-        from app.agent.clauses.taxonomy import get_taxonomy
-    except ImportError:  # until the clause taxonomy lands: the built-in lexicon
-        from app.agent import clause_types
-        return clause_types.detect(query)
-    return (taxonomy or get_taxonomy(tenant_kinds=_tenant_kinds(kbt))).match(query)
+    from app.agent.clauses.playbook import taxonomy_for
 
-
-def _tenant_kinds(kbt) -> list[dict]:
-    getter = getattr(kbt.kb, "playbook_kinds", None)
-    try:
-        return list(getter(kbt.tenant)) if getter else []
-    except Exception:
-        log.exception("could not read the tenant's playbook")
-        return []
+    return (taxonomy or taxonomy_for(kbt.kb, kbt.tenant)).match(query)
 
 
 def plan_of(config: Any):

@@ -24,7 +24,7 @@ from app.agent.filing_subject import asks_subject, subject_answer
 from app.agent.grounding import clean_answer
 from app.agent.quotes import candidate_quotes
 from app.agent.repetition import guarded
-from app.agent.frame import QuestionFrame
+from app.agent.frame import QuestionFrame, read_question
 from app.agent.nodes_verify import as_candidate
 from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict, past_budget
 from app.agent.text import content_words
@@ -40,7 +40,8 @@ RELATED = 3
 
 def make_rag_nodes(deps: AgentDeps):
     def retrieve(state: AgentState) -> dict:
-        frame = QuestionFrame.from_state(state.get("frame"))
+        frame = QuestionFrame.from_state(state.get("frame")) or read_question(
+            deps.kb.for_tenant(state["tenant"]), state["question"], state.get("doc_ids"), "rag")  # run alone
         scope = scope_mod.Scope(frame.doc_ids, frame.query, "", {})
         k = max(deps.settings.retrieval_k, ANSWER_PASSAGES)
         hits = find_passages(deps.kb, state["tenant"], frame.query, k=k, scope=scope)

@@ -29,15 +29,12 @@ def as_candidate(out: dict, route: str, source: str, rank: int = 0, **more) -> d
     return cand
 
 
-def _kind_of(name: str | None, tenant_kinds=None):
+def _kind_of(kb, tenant: str, name: str | None):
     if not name:
         return None
-    try:
-        from app.agent.clauses.taxonomy import get_taxonomy
-    except ImportError:
-        from app.agent.clause_types import BY_NAME
-        return BY_NAME.get(name)
-    return get_taxonomy(tenant_kinds=tenant_kinds).get(name)
+    from app.agent.clauses.playbook import taxonomy_for
+
+    return taxonomy_for(kb, tenant).get(name)
 
 
 def _where(c: dict) -> str:
@@ -58,7 +55,7 @@ def make_verify_node(deps: AgentDeps):
         frame = QuestionFrame.from_state(state.get("frame"))
         cands = state.get("candidates") or []
         route = state.get("route") or "rag"
-        kind = _kind_of(frame.clause_kind if frame else None)
+        kind = _kind_of(deps.kb, state["tenant"], frame.clause_kind if frame else None)
         embedder = getattr(deps.kb, "embedder", None)
         best, verdict, judged = judge(frame, cands, embedder, kind)
         if best is None:
@@ -77,7 +74,8 @@ def make_verify_node(deps: AgentDeps):
             {"answer": _short(c.get("answer") or "", 600), "route": c.get("route"), "source": c.get("source"),
              "citations": [{k: ci.get(k) for k in ("doc_id", "filename", "page", "section", "quote")}
                            for ci in (c.get("citations") or [])[:2]],
-             "score": c["verdict"]["score"], "features": c["verdict"]["features"], "gates": c["verdict"]["reasons"]}
+             "score": c["verdict"]["score"], "features": c["verdict"]["features"], "gated": c["verdict"]["gated"],
+             "reasons": c["verdict"]["reasons"]}
             for c in judged[:6]]))
         if verdict.supported:
             out.update(answer=best["answer"], citations=best.get("citations") or [], supported=True, related=[])

@@ -145,10 +145,13 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
 
 
 def _file_words(filename: str) -> set[str]:
-    """The words of a file name and the initials of each pair ("JOHNSON_JOHNSON" -> "jnj", "j&j")."""
-    fw = [w for w in re.split(r"[^a-z0-9&]+", filename.lower()) if w]
+    """The words of a file name, the initials of each pair ("JOHNSON_JOHNSON" -> "jnj", "j&j") and of the whole
+    name ("master_services_agreement.pdf" -> "msa")."""
+    fw = [w for w in re.split(r"[^a-z0-9&]+", re.sub(r"\.[a-z0-9]{2,5}$", "", filename.lower())) if w]
     pairs = {f"{a[0]}{j}{b[0]}" for a, b in zip(fw, fw[1:]) if a[0].isalpha() and b[0].isalpha() for j in ("n", "&")}
-    return {w for w in fw if len(w) > 1} | pairs
+    lettered = [w for w in fw if w[0].isalpha()]
+    whole = {"".join(w[0] for w in lettered)} if 3 <= len(lettered) <= 6 else set()
+    return {w for w in fw if len(w) > 1} | pairs | whole
 
 
 def _names(query: str):

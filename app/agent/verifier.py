@@ -75,9 +75,11 @@ class Verdict:
     threshold: float
     reasons: list[str] = field(default_factory=list)
     features: dict = field(default_factory=dict)
+    gated: bool = False  # a hard gate failed: never supported, and ranked after every ungated candidate
 
     def to_dict(self) -> dict:
         return {"score": round(self.score, 4), "supported": self.supported, "threshold": self.threshold,
+                "gated": self.gated,
                 "reasons": self.reasons, "features": {k: round(float(v), 4) for k, v in self.features.items()}}
 
 
@@ -129,6 +131,9 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     words = set(key_words(frame.query)) if frame is not None else set()
     sections = " ".join(c.get("section") or "" for c in candidate.get("citations") or [])
     slot = _slot_for(frame, kind)
+    asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
+    if asked and span and candidate.get("route") == "rag" and not has_slot(asked, span):
+        gates.append(f"no {asked} stated, and the question asks for one")
     x = {"bias": 1.0, "check": 1.0 if candidate.get("check") else 0.0, "sim": sim, "sim_kind": sim_kind,
          "cov": _cov(words, f"{sections} {span}"),
          "slot": (1.0 if has_slot(slot, span) else 0.0) if slot else 0.5,
@@ -167,9 +172,8 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
         p = cal.score(x)
         ok = not gates and p >= cal.threshold
         why = gates or ([f"score {p:.2f} >= {cal.threshold:.2f}"] if ok else [f"score {p:.2f} < {cal.threshold:.2f}"])
-        judged.append((c, Verdict(p, ok, cal.threshold, why, x)))
-    order = sorted(range(len(judged)), key=lambda i: (bool(judged[i][1].reasons and judged[i][1].reasons[0].startswith(
-        ("no cited", "not in the", "cites a"))), -judged[i][1].score, i))
+        judged.append((c, Verdict(p, ok, cal.threshold, why, x, bool(gates))))
+    order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, -judged[i][1].score, i))
     best, verdict = judged[order[0]]
     out = [dict(c, verdict=v.to_dict()) for c, v in (judged[i] for i in order)]
     return best, verdict, out

@@ -21,7 +21,6 @@ from app.agent.verifier import FEATURES, PRIOR
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
-GATE_PREFIXES = ("no cited", "not in the", "cites a")
 
 
 @dataclass
@@ -58,7 +57,7 @@ def load_questions(path: Path) -> list[Question]:
                               "supported": True}}
             ys.append(bool(score(item, rec, {}).get("correct")))
             xs.append([float(c["features"].get(k, 0.0)) for k in FEATURES])
-            gated.append(any(str(g).startswith(GATE_PREFIXES) for g in c.get("gates") or []))
+            gated.append(bool(c.get("gated")))
         out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated))
     return out
 
