@@ -136,5 +136,6 @@ def build_chat_model(settings):
               kv_dtype=settings.engine_kv_dtype, chunk_tokens=settings.engine_chunk_tokens,
               device=settings.engine_device, speculative=settings.engine_speculative,
               dtype=settings.engine_torch_dtype, cpu_gemm=settings.engine_cpu_gemm,
-              compile_decode=settings.engine_compile_decode)
+              compile_decode=settings.engine_compile_decode,
+              compile_cache_dir=settings.engine_compile_cache_dir or str(settings.data_dir / "compile_cache"))
     return EmbeddedChatModel(llm)

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     # CPU dense models: one-sequence decode steps through one compiled graph (engine/compiled_decode.py), compiled
     # on a background thread at start (steps run eagerly until it is ready); "wait" compiles before serving
     engine_compile_decode: Literal["off", "background", "wait"] = "background"
+    # inductor's on-disk caches for those graphs, kept across restarts; empty = data_dir/compile_cache
+    engine_compile_cache_dir: str = ""
 
     # Ingestion
     chunk_tokens: int = 256

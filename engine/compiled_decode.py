@@ -27,6 +27,8 @@ compile a second graph.
 from __future__ import annotations
 
 import logging
+import os
+import statistics
 import threading
 import time
 from typing import Optional
@@ -41,29 +43,100 @@ log = logging.getLogger(__name__)
 SHIFT = 2  # start and write slots go in + 2: never the 0 / 1 that dynamo specializes
 
 
-def supported(model, kv) -> bool:
-    """Dense attention (rope, no window) + MLP blocks on CPU over a bf16 / fp32 pool."""
-    if model.device.type != "cpu" or kv.fp8 or not kv.k or kv.block_size < 8 \
-            or any(t.storage_offset() for t in kv.k + kv.v):  # warm-up writes in one block; views from offset 0
-        return False
+def use_cache_dir(path) -> str:
+    """Keep inductor's on-disk caches (its FX graph cache, AOT autograd's and the compiled C++ libraries) under
+    ``path`` rather than /tmp/torchinductor_<user>, so that they outlive a reboot: a second start of the engine
+    then loads both graphs from there instead of compiling them cold. A TORCHINDUCTOR_CACHE_DIR already in the
+    environment wins (inductor also sets it itself at its first compile, which fixes the directory for the
+    rest of the process). Returns the directory in use."""
+    path = os.path.abspath(os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.fspath(path)))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def unsupported(model, kv) -> Optional[str]:
+    """Why the compiled steps do not cover this model and pool, or None: they take dense attention (rope, no
+    window) + MLP blocks on CPU over a bf16 / fp32 pool, with int4, fp16 or plain GEMMs."""
+    if model.device.type != "cpu":
+        return f"a {model.device.type} model (CPU only)"
+    if kv.fp8 or not kv.k or kv.block_size < 8 or any(t.storage_offset() for t in kv.k + kv.v):
+        return "an FP8, empty or offset KV pool, or blocks under 8 slots"  # warm-up writes in one block
     for b in model.blocks:
         if b.kind == "attention":
-            s = b.mixer.spec
-            if b.mixer.rotary is None or s.sliding_window is not None:
-                return False
+            if b.mixer.rotary is None or b.mixer.spec.sliding_window is not None:
+                return "attention without rope or with a sliding window"
         elif b.kind != "mlp":
-            return False
-    return True
+            return f"{b.kind} blocks"
+    if any(getattr(m, "packed_kind", None) == "onednn" for m in model.blocks.modules()):
+        return ("oneDNN-packed weights: torch.compile cannot trace mkldnn._linear_pointwise, whose weight is an "
+                "opaque oneDNN tensor with no fake-tensor form (int4, fp16 and plain GEMMs compile)")
+    return None
+
+
+def supported(model, kv) -> bool:
+    return unsupported(model, kv) is None
+
+
+class SpeedTrial:
+    """The compiled path against the eager one on the engine's own first decode steps, per kind of step ("one":
+    one sequence, "batch": a group): once the compiled graphs are ready, steps of a kind alternate between the
+    two until each has ``steps`` timings, then the faster median keeps that kind for good. A compiled graph is
+    only kept where it measured faster here (issue #25: the compiled path is never slower than eager)."""
+
+    def __init__(self, steps: int = 8):
+        self.steps = steps
+        self.times: dict[str, dict[bool, list[float]]] = {}
+        self.compiled: dict[str, bool] = {}  # kind -> the decision, once made
+
+    def use_compiled(self, kind: str) -> bool:
+        if kind in self.compiled:
+            return self.compiled[kind]
+        t = self.times.setdefault(kind, {True: [], False: []})
+        return len(t[True]) <= len(t[False])
+
+    def record(self, kind: str, compiled: bool, seconds: float) -> None:
+        if kind in self.compiled:
+            return
+        t = self.times.setdefault(kind, {True: [], False: []})
+        t[compiled].append(seconds)
+        if min(len(t[True]), len(t[False])) >= self.steps:
+            c, e = self.medians(kind)
+            self.compiled[kind] = c <= e
+            if c > e:
+                log.warning("the compiled %s decode step measured slower than the eager one (%.2f vs %.2f ms, "
+                            "median of %d each): those steps stay eager", kind, c * 1e3, e * 1e3, self.steps)
+            else:
+                log.info("compiled %s decode step %.2f ms vs eager %.2f ms (median of %d each): compiled kept",
+                         kind, c * 1e3, e * 1e3, self.steps)
+
+    def medians(self, kind: str) -> tuple[float, float]:
+        t = self.times[kind]
+        return statistics.median(t[True]), statistics.median(t[False])
+
+    def summary(self) -> dict:
+        """kind -> {"compiled_ms", "eager_ms", "kept": compiled | eager | measuring}."""
+        out = {}
+        for kind, t in self.times.items():
+            c, e = (statistics.median(v) * 1e3 if v else None for v in (t[True], t[False]))
+            kept = {True: "compiled", False: "eager"}.get(self.compiled.get(kind), "measuring")
+            out[kind] = {"compiled_ms": c, "eager_ms": e, "kept": kept}
+        return out
 
 
 class CompiledDecode:
-    def __init__(self, model, kv, scratch_slot: int, bf16_attention: bool):
-        """``scratch_slot``: the first slot of a pool block no sequence owns (the warm-up writes there)."""
+    def __init__(self, model, kv, scratch_slot: int, bf16_attention: bool, trial_steps: int = 8):
+        """``scratch_slot``: the first slot of a pool block no sequence owns (the warm-up writes there).
+        ``trial_steps``: timings of each path per kind before the faster is kept (``SpeedTrial``; 0: no trial,
+        the compiled path is taken as soon as it is ready)."""
         self.model, self.kv, self.scratch_slot = model, kv, scratch_slot
         self.bf16_attention = bf16_attention and kv.dtype == torch.bfloat16
-        self.ready = False
+        self.trial = SpeedTrial(trial_steps) if trial_steps else None
+        self.ready = False  # the one-sequence graph serves (``use``: and every kind whose graph is compiled)
+        self.batch_ready = False  # the group graph is compiled too (after the one-sequence graph)
         self.error: Optional[BaseException] = None
-        self.compile_seconds: Optional[float] = None
+        self.batch_error: Optional[BaseException] = None  # the group graph failed where the one-sequence one serves
+        self.compile_seconds: Optional[float] = None  # until the one-sequence graph was ready
+        self.batch_seconds: Optional[float] = None  # until both were
         self._thread: Optional[threading.Thread] = None
         self._one = DirectGraph(self._forward, ("x", "start2", "write2"))
         self._batch = DirectGraph(self._forward_batch, ("x", "base2", "stride2", "keys2", "past"),
@@ -139,7 +212,7 @@ class CompiledDecode:
         pool slot base + i * stride (its new key written at base + i * stride + pasts[i])."""
         inputs = dict(x=self.model.embed(ids), base2=base + SHIFT, stride2=stride + SHIFT,
                       keys2=max(pasts) + 1 + SHIFT, past=torch.tensor(pasts, dtype=torch.long))
-        return self._batch(**inputs) if self.ready else self._batch.trace(**inputs)
+        return self._batch(**inputs) if self.batch_ready else self._batch.trace(**inputs)
 
     def __call__(self, ids: torch.Tensor, start: int, write: int) -> torch.Tensor:
         """ids [1] -> hidden [1, hidden]: the token at position ``write - start`` of the sequence whose past
@@ -149,7 +222,8 @@ class CompiledDecode:
 
     def warm_up(self) -> None:
         """Compile both graphs on decode steps in the scratch block (nothing a sequence owns), then check each on
-        other inputs: no recompile, and the direct call gives dynamo's result."""
+        other inputs: no recompile, and the direct call gives dynamo's result. The one-sequence graph serves as
+        soon as it is done (``ready``), before the group graph is compiled (``batch_ready``)."""
         t0 = time.perf_counter()
         try:
             with torch.inference_mode():
@@ -158,17 +232,27 @@ class CompiledDecode:
                 self(torch.zeros(1, dtype=torch.long), s + 1, s + 3)
                 self._one.check(x=self.model.embed(torch.zeros(1, dtype=torch.long)), start2=s + SHIFT,
                                 write2=s + 2 + SHIFT)
+                self.compile_seconds = time.perf_counter() - t0
+                self.ready = True
+                log.info("one-sequence decode step compiled in %.0f s: it runs the compiled graph",
+                         self.compile_seconds)
                 # two members 3 slots apart, two 2 apart, then three 2 apart (the scratch block has >= 8 slots)
                 self.batch(torch.zeros(2, dtype=torch.long), s, 3, [1, 2])
                 self.batch(torch.zeros(2, dtype=torch.long), s + 1, 2, [1, 0])
                 self._batch.check(x=self.model.embed(torch.zeros(3, dtype=torch.long)), base2=s + SHIFT,
                                   stride2=2 + SHIFT, keys2=2 + SHIFT, past=torch.tensor([1, 0, 1]))
-            self.compile_seconds = time.perf_counter() - t0
-            self.ready = True
-            log.info("decode steps compiled in %.0f s: decode steps run the compiled graphs", self.compile_seconds)
+            self.batch_seconds = time.perf_counter() - t0
+            self.batch_ready = True
+            log.info("group decode step compiled (both graphs in %.0f s)", self.batch_seconds)
         except Exception as exc:  # no C++ compiler, an inductor bug: the eager step stays
-            self.error = exc
-            log.warning("compiling the decode step failed (%s: %s); decode steps stay eager", type(exc).__name__, exc)
+            if self.ready:  # the one-sequence graph stands; group steps stay eager
+                self.batch_error = exc
+                log.warning("compiling the group decode step failed (%s: %s); group steps stay eager",
+                            type(exc).__name__, exc)
+            else:
+                self.error = exc
+                log.warning("compiling the decode step failed (%s: %s); decode steps stay eager",
+                            type(exc).__name__, exc)
 
     def start(self, background: bool = True) -> None:
         if background:
@@ -177,7 +261,34 @@ class CompiledDecode:
         else:
             self.warm_up()
 
+    def use(self, kind: str) -> bool:
+        """Whether a decode step of ``kind`` ("one" | "batch") runs the compiled graph now (ready, and not measured
+        slower than eager by the trial)."""
+        return self.ready and (kind == "one" or self.batch_ready) and (self.trial is None or self.trial.use_compiled(kind))
+
+    def timed(self, kind: str, compiled: bool, seconds: float) -> None:
+        """A decode step of ``kind`` that ``use`` was asked about took ``seconds`` on the path it took."""
+        if self.ready and self.trial is not None:
+            self.trial.record(kind, compiled, seconds)
+
+    def state(self) -> str:
+        """compiling | ready | failed: <error> | eager: <why> (the engine's stats, ``compiled_decode``)."""
+        if self.error is not None:
+            return f"failed: {type(self.error).__name__}: {str(self.error)[:200]}"
+        if not self.ready:
+            return "compiling"
+        slower = [k for k, v in (self.trial.compiled.items() if self.trial else ()) if not v]
+        if slower:
+            why = ", ".join(f"{k} {c:.2f} ms compiled vs {e:.2f} eager" for k in slower
+                            for c, e in [tuple(x * 1e3 for x in self.trial.medians(k))])
+            return ("eager: " if "one" in slower else "ready; eager group steps: ") + \
+                f"the compiled step measured slower ({why}, median of {self.trial.steps} each)"
+        if self.batch_error is not None:
+            return f"ready; eager group steps: {type(self.batch_error).__name__}: {str(self.batch_error)[:200]}"
+        return "ready" if self.batch_ready else "ready; group step compiling"
+
     def wait(self, timeout: Optional[float] = None) -> bool:
+        """Until both graphs are compiled (or failed); whether they are."""
         if self._thread is not None:
             self._thread.join(timeout)
-        return self.ready
+        return self.ready and self.batch_ready

@@ -97,19 +97,22 @@ class LLM:
                  memory_gib: Optional[float] = None,
                  kv_dtype: str = "bfloat16", chunk_tokens: Optional[int] = None, device: str = "cpu",
                  speculative: bool = True, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None,
-                 decode_graphs: str = "auto", cpu_gemm: Optional[str] = None, compile_decode: str = "off"):
+                 decode_graphs: str = "auto", cpu_gemm: Optional[str] = None, compile_decode: str = "off",
+                 compile_cache_dir: Optional[str] = None):
         """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators. ``memory_gib``: a cap on
         weights + caches; None sizes the pools from the device (CUDA) or from what max_num_seqs x max_model_len
         need (CPU). ``decode_graphs``: "auto" captures decode steps in CUDA graphs on CUDA, "off" does not. ``cpu_gemm``: the CPU GEMM kind
         (engine.loader.resolve_cpu_gemm; None: LEXICON_ENGINE_CPU_GEMM, else "auto"). ``compile_decode``: "background"
-        compiles a CPU dense model's one-sequence decode step on a thread (engine/compiled_decode.py)."""
+        compiles a CPU dense model's one-sequence decode step on a thread (engine/compiled_decode.py), its on-disk caches
+        under ``compile_cache_dir`` (None: inductor's default, /tmp/torchinductor_<user>)."""
         if loaded is None:
             from engine.loader import load_model
             dtype = dtype or (torch.float32 if device == "cpu" else torch.bfloat16)
             loaded = load_model(model_path, dtype=dtype, device=device, cpu_gemm=cpu_gemm)
         self.engine = LLMEngine(loaded, EngineConfig(max_model_len, max_num_seqs, memory_gib, kv_dtype,
                                                      chunk_tokens, device, speculative, max_waiting=max_waiting,
-                                                     decode_graphs=decode_graphs, compile_decode=compile_decode))
+                                                     decode_graphs=decode_graphs, compile_decode=compile_decode,
+                                                     compile_cache_dir=compile_cache_dir))
         release_thread_pool()  # the loop thread below is the one that computes (engine/openmp.py)
         self.team = LoadAwareTeam()  # its OpenMP team: one thread while the machine is oversubscribed
         self.tokenizer = loaded.tokenizer
@@ -146,6 +149,8 @@ class LLM:
             with self._queued_cv:
                 self._queued_cv.wait_for(lambda: self._queued == 0, timeout=0.1)
             with self._cv:
+                if not self._closed and not self.engine.has_work:
+                    self._idle()
                 while not self._closed and not self.engine.has_work:
                     self._cv.wait()
                 if self._closed:
@@ -164,6 +169,14 @@ class LLM:
                         handle.events.put(delta)
                     if seq.is_finished:
                         self._finish(handle)
+
+    @staticmethod
+    def _idle() -> None:
+        """The loop has no work: free its OpenMP pool until the next step (engine/openmp.py). A parked pool of an
+        idle engine still counts among libgomp's managed threads, and past the CPU count every other thread's
+        team stops spinning between regions: measured on the 2-vCPU AMD VM, a second engine that had served one
+        request slowed the first one's batch-1 decode from 86 to 37 tok/s while both lived (issue #25)."""
+        release_thread_pool()
 
     def _finish(self, handle: _Handle) -> None:
         self._handles.pop(handle.seq.seq_id, None)

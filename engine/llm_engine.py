@@ -13,6 +13,7 @@ from typing import Optional, Union
 import torch
 
 from engine.block_manager import BlockManager
+from engine.compiled_decode import use_cache_dir
 from engine.detokenizer import IncrementalText
 from engine.kernels.cpu_prefill_attention import bf16_prefill
 from engine.model_runner import ModelRunner
@@ -44,6 +45,7 @@ class EngineConfig:
     kernels: str = "auto"  # engine.kernels.select_ops: Triton on CUDA, the torch paths on CPU
     decode_graphs: str = "auto"  # CUDA graphs for decode steps on CUDA; "off" disables them (ModelRunner)
     compile_decode: str = "off"  # CPU one-sequence decode steps compiled whole: off | background | wait (ModelRunner)
+    compile_cache_dir: Optional[str] = None  # inductor's on-disk caches (compiled_decode.use_cache_dir); None: /tmp
     spec_seqs: Optional[int] = None  # sequences that may speculate in one step (their Mamba checkpoints are
     # allocated); None: the device's default (CPU every running sequence, CUDA 2)
     runtime_reserve_gib: Optional[float] = None  # None: the device's default (CUDA 1 GiB, or more if measured)
@@ -81,6 +83,8 @@ class LLMEngine:
         spec_tokens = config.num_spec_tokens if config.speculative else 0
         self.budget = engine_budget(cfg, _weights_bytes(self.model), config, self.model.device, conv_bytes)
         self.pools = pools = pools_of(self.budget)
+        if config.compile_decode != "off" and config.compile_cache_dir:
+            use_cache_dir(config.compile_cache_dir)
         self.runner = ModelRunner(self.model, pools.num_kv_blocks, config.block_size, pools.num_state_slots,
                                   config.kv_dtype, config.kernels, config.max_num_seqs, config.max_model_len,
                                   config.decode_graphs, spec_tokens, config.compile_decode,
@@ -221,17 +225,19 @@ class LLMEngine:
             "speculative": self.lookup is not None, "spec_mean_acceptance_length": self.spec.mean_acceptance_length,
             "max_model_len": self.config.max_model_len, "max_num_seqs": self.config.max_num_seqs,
             "kv_pool_bytes": self.pools.kv_bytes, "state_pool_bytes": self.pools.state_bytes,
-            "pool_budget": self.pools.source, "compiled_decode": compiled, "compiled_decode_ready": int(compiled == "ready"),
+            "pool_budget": self.pools.source, "compiled_decode": compiled,
+            "compiled_decode_ready": int(compiled.startswith("ready")),  # one-sequence steps run the compiled graph
+            "compiled_decode_trial": self.runner.compiled.trial.summary()
+            if self.runner.compiled is not None and self.runner.compiled.trial else {},
         }
 
     def _compiled_state(self) -> str:
-        """off | compiling | ready | failed: <error> (engine/compiled_decode.py)."""
+        """off | off: <why not attempted> | compiling | ready | failed: <error> | eager: <measured slower> |
+        ready; eager group steps: <...> (engine/compiled_decode.py)."""
         c = self.runner.compiled
         if c is None:
-            return "off"
-        if c.error is not None:
-            return f"failed: {type(c.error).__name__}: {str(c.error)[:200]}"
-        return "ready" if c.ready else "compiling"
+            return f"off: {self.runner.compiled_off}" if self.runner.compiled_off else "off"
+        return c.state()
 
 
 from engine.llm import LLM, TextStream  # noqa: E402,F401  (the facade; importable from here as before)

@@ -11,11 +11,14 @@ the step issues no host sync until its end: inputs go up with non-blocking copie
 """
 from __future__ import annotations
 
+import logging
+import time
+from functools import lru_cache
 from typing import Optional
 
 import torch
 
-from engine.compiled_decode import CompiledDecode, supported as compiled_supported
+from engine.compiled_decode import CompiledDecode, unsupported as compiled_unsupported
 from engine.cuda_graphs import DecodeGraphs
 from engine.forward_context import SeqSpan
 from engine.kernels.cpu_decode_attention import bf16_decode, plan_decode
@@ -27,8 +30,14 @@ from engine.spec_checkpoints import MambaCheckpoints
 from engine.state_pool import StatePool
 from engine.static_decode import StaticDecodeContext
 
+log = logging.getLogger(__name__)
 DECODE_GRAPHS = ("auto", "off", "static", "capture")
 COMPILE_DECODE = ("off", "background", "wait")
+
+
+@lru_cache(maxsize=None)
+def _log_once(message: str) -> None:
+    log.warning(message)
 
 
 class ModelRunner:
@@ -78,9 +87,14 @@ class ModelRunner:
                                        scratch_block=num_kv_blocks)
             self.graphs = DecodeGraphs(model, sctx, max_num_seqs, capture=cuda and decode_graphs != "static")
         self.compiled: Optional[CompiledDecode] = None
-        if compile_decode != "off" and self.graphs is None and compiled_supported(model, self.kv):
-            self.compiled = CompiledDecode(model, self.kv, num_kv_blocks * block_size, self.ctx.decode_bf16)
-            self.compiled.start(background=compile_decode == "background")
+        self.compiled_off: Optional[str] = None  # compile_decode asked for but not attempted: why
+        if compile_decode != "off" and self.graphs is None:
+            self.compiled_off = compiled_unsupported(model, self.kv)
+            if self.compiled_off is None:
+                self.compiled = CompiledDecode(model, self.kv, num_kv_blocks * block_size, self.ctx.decode_bf16)
+                self.compiled.start(background=compile_decode == "background")
+            else:
+                _log_once(f"compiled decode steps not attempted: {self.compiled_off}; decode steps run eagerly")
 
     @staticmethod
     def _is_decode(batch: ScheduledBatch) -> bool:
@@ -95,18 +109,23 @@ class ModelRunner:
         """
         self.kv.copy_blocks(batch.kv_copies)
         dev = self.model.device
-        compiled = self.compiled is not None and self.compiled.ready and self._is_decode(batch)
+        # a decode step the compiled graphs cover: ("one", its slots) or ("batch", its group), timed for their trial
+        path = self._compiled_path(batch) if self.compiled is not None and self.compiled.ready else None
+        use = path is not None and self.compiled.use(path[0])
+        t0 = time.perf_counter()
         if self.graphs is not None and self._is_decode(batch) and self.graphs.fits(len(batch.seqs)):
             logits = self.graphs.run(batch.seqs)
             rows: list = [[i] for i in range(len(batch.seqs))]
-        elif compiled and len(batch.seqs) == 1 and (slots := self._one_run(batch.seqs[0])) is not None:
+        elif use and path[0] == "one":
             seq = batch.seqs[0]
-            hidden = self.compiled(torch.tensor([seq.token_ids[seq.num_cached]]), *slots)
+            hidden = self.compiled(torch.tensor([seq.token_ids[seq.num_cached]]), *path[1])
             logits, rows = self.model.compute_logits(hidden, greedy=seq.params.greedy), [[0]]
-        elif compiled and len(batch.seqs) > 1 and (group := self._one_group(batch.seqs)) is not None:
-            logits, rows = self._compiled_batch(batch.seqs, *group), [[i] for i in range(len(batch.seqs))]
+        elif use:
+            logits, rows = self._compiled_batch(batch.seqs, *path[1]), [[i] for i in range(len(batch.seqs))]
         else:
             logits, rows = self._eager(batch, dev)
+        if path is not None:
+            self.compiled.timed(path[0], use, time.perf_counter() - t0)
         self.last_logits = logits  # the step's logits rows (tests compare the decode paths on them)
         out: list[Optional[list[int]]] = [None] * len(batch.seqs)
         if logits is None:
@@ -122,6 +141,16 @@ class ModelRunner:
         for i, t in zip(owners, self._to_host(toks)):
             out[i] = (out[i] or []) + [t]
         return out, rows
+
+    def _compiled_path(self, batch: ScheduledBatch):
+        """("one", slots) or ("batch", group) for a decode step the compiled graphs cover, else None."""
+        if not self._is_decode(batch):
+            return None
+        if len(batch.seqs) == 1:
+            slots = self._one_run(batch.seqs[0])
+            return None if slots is None else ("one", slots)
+        group = self._one_group(batch.seqs)
+        return None if group is None else ("batch", group)
 
     def _eager(self, batch: ScheduledBatch, dev) -> tuple[Optional[torch.Tensor], list]:
         ids, pos, spans, rows, start = [], [], [], [], 0
