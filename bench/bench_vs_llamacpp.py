@@ -18,6 +18,11 @@ llama-cpp-python``, compiles for minutes) the llama.cpp runs are skipped with a 
 with the numbers the issue recorded on a quiet machine.
 
     python bench/bench_vs_llamacpp.py
+Each GEMM kind of ours runs in its own process (this script again, one ``BENCH_GEMMS`` kind each, one after
+the other), so no other engine of ours is alive during a run: in one process, after the oneDNN-path engine had
+served a request, the int4 engine's batch-1 decode fell from 86 to 37 tok/s (issue #25). The compiled steps run a
+speed trial against the eager step on their first decode steps (engine/compiled_decode.py ``SpeedTrial``); it is
+run to its end before the repeats, and its outcome printed.
 llama.cpp runs in a child process (bench/llamacpp_worker.py: two OpenMP runtimes in one process slowed each other),
 with its default params (extra buffer types: the CPU repacks of Q4_0/Q8_0 tensors, AMX) unless they crash here,
 else without extra buffer types (``BENCH_LLAMACPP_DEFAULTS=off`` forces that). On an AMX Xeon the AMX buffer
@@ -90,10 +95,10 @@ def ours_stream(llm, prompt: list[int], new: int) -> tuple[float, float, list[in
     return (first or end) - t0, end - (first or end), handle.result().token_ids
 
 
-def ours_concurrent(llm, prompts: list[list[int]]) -> float:
+def ours_concurrent(llm, prompts: list[list[int]], new: int = NEW) -> float:
     from engine.sampling import SamplingParams
 
-    params = SamplingParams(max_tokens=NEW, ignore_eos=True)
+    params = SamplingParams(max_tokens=new, ignore_eos=True)
     threads = [threading.Thread(target=llm.generate, args=([p], params)) for p in prompts]
     t0 = time.perf_counter()
     for t in threads:
@@ -109,8 +114,17 @@ def decode_bytes(model) -> int:
     return sum(m.decode_nbytes for m in model.modules() if isinstance(m, Linear) and (m.packed is not None or m.weight.numel()))
 
 
-def report(name: str, rates: dict[str, list[float]], unit: str, recorded: tuple = ()) -> None:
-    print(f"\n{name} ({unit}, median of {REPEATS} interleaved repeats)")
+def trial_outcome(llm) -> str:
+    """The compiled steps' state and speed trial (engine stats), one line."""
+    stats = llm.engine.stats()
+    trial = "; ".join(f"{k}: compiled {v['compiled_ms'] or 0:.2f} ms vs eager {v['eager_ms'] or 0:.2f} ms -> {v['kept']}"
+                      for k, v in stats["compiled_decode_trial"].items())
+    return f"compiled_decode: {stats['compiled_decode']}" + (f" (trial: {trial})" if trial else "")
+
+
+def report(name: str, rates: dict[str, list[float]], unit: str, recorded: tuple = (), loads: list[float] = ()) -> None:
+    print(f"\n{name} ({unit}, median of {REPEATS} interleaved repeats"
+          + (f"; 1-min load average at each repeat: {', '.join(f'{x:.1f}' for x in loads)})" if loads else ")"))
     ref = rates.get("llama.cpp")
     for run, vals in rates.items():
         line = f"  {run:28s} {statistics.median(vals):8.1f}"
@@ -129,7 +143,17 @@ def long_prompt(tokenizer, n: int) -> list[int]:
     return got[0][:n] if got is not None else synthetic_prompts(tokenizer, 1, n)[0]
 
 
+def each_kind_in_its_own_process() -> int:
+    import subprocess
+
+    print(f"one process per GEMM kind of ours ({', '.join(GEMMS)}), one after the other", flush=True)
+    codes = [subprocess.run([sys.executable, __file__], env=dict(os.environ, BENCH_GEMMS=g)).returncode for g in GEMMS]
+    return max(codes)
+
+
 def main() -> int:
+    if len(GEMMS) > 1:
+        return each_kind_in_its_own_process()
     from engine.loader import load_model
 
     path = packaged_llm_gguf()
@@ -155,11 +179,17 @@ def main() -> int:
                            compile_decode="wait" if COMPILE else "off")
             compiled = llm.engine.runner.compiled
             if COMPILE:
-                print(f"  ours {g}: " + (f"decode step compiled in {time.perf_counter() - t0:.0f} s" if compiled and compiled.ready
-                                         else f"no compiled decode step ({compiled.error if compiled else 'model not covered'})"))
+                took = time.perf_counter() - t0
+                if compiled is not None and compiled.ready:  # the speed trial to its end, on plain decode steps
+                    lookup, llm.engine.lookup = llm.engine.lookup, None
+                    ours_stream(llm, chat, 2 * compiled.trial.steps + 4 if compiled.trial else 4)
+                    llm.engine.lookup = lookup
+                print(f"  ours {g}: decode step ready in {took:.0f} s; {trial_outcome(llm)}", flush=True)
             engines[g] = (llm, llm.engine.lookup, compiled if compiled is not None and compiled.ready else None)
         variants = {"": (False, False), " + prompt lookup": (True, False), " compiled": (False, True)}
+        loads = []
         for _ in range(REPEATS):
+            loads.append(os.getloadavg()[0])
             if lcpp is not None:
                 lcpp.generate(chat[:8], 4)  # warm-up
                 _, dec, tokens["llama.cpp"] = lcpp.generate(chat, NEW)
@@ -178,7 +208,7 @@ def main() -> int:
         for llm, _, _ in engines.values():
             llm.close()
         report(f"batch-1 decode, {len(chat)}-token chat prompt, {NEW} new tokens", rates, "tok/s",
-               RECORDED["batch1"])
+               RECORDED["batch1"], loads)
         if "llama.cpp" in tokens:
             for run, ids in tokens.items():
                 if run != "llama.cpp":
@@ -202,7 +232,7 @@ def main() -> int:
                    RECORDED[f"prefill {n}"])
     if "concurrent" in MODES:
         prompts = synthetic_prompts(tok, 8, 512)
-        rates = {}
+        rates, loads = {}, []
         # one engine per GEMM kind for every repeat, the compiled steps toggled on it (as in batch-1)
         engines = {}
         for g, loaded in ours.items():
@@ -210,10 +240,13 @@ def main() -> int:
             llm = make_llm(path, loaded, len(prompts), 512 + NEW + 32, compile_decode="wait" if COMPILE else "off")
             compiled = llm.engine.runner.compiled
             if COMPILE:
-                print(f"  ours {g} (8 sequences): " + (f"decode steps compiled in {time.perf_counter() - t0:.0f} s"
-                                                     if compiled and compiled.ready else "no compiled decode step"))
+                took = time.perf_counter() - t0
+                if compiled is not None and compiled.ready:  # the group step's speed trial to its end
+                    ours_concurrent(llm, [p[:64] for p in prompts], 2 * compiled.trial.steps + 8 if compiled.trial else 4)
+                print(f"  ours {g} (8 sequences): decode steps ready in {took:.0f} s; {trial_outcome(llm)}", flush=True)
             engines[g] = (llm, compiled if compiled is not None and compiled.ready else None)
         for _ in range(REPEATS):
+            loads.append(os.getloadavg()[0])
             if lcpp is not None:
                 t0 = time.perf_counter()
                 for p in prompts:
@@ -230,7 +263,7 @@ def main() -> int:
         for llm, _ in engines.values():
             llm.close()
         report(f"8 requests x 512-token prompts x {NEW} new tokens (ours concurrent, llama.cpp sequential)",
-               rates, "aggregate new tok/s", RECORDED["concurrent"])
+               rates, "aggregate new tok/s", RECORDED["concurrent"], loads)
     if lcpp is not None:
         lcpp.close()
     return 0
