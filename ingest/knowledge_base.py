@@ -52,6 +52,8 @@ class KnowledgeBase:
         self.pipeline = DocumentPipeline(self.engine, self.vectors, self.embedder, limits)
         self._write_lock = threading.RLock()
         self._closed = False
+        # values readers derive from stored rows (e.g. the agent's parsed table views), keyed by versioned names
+        self.derived: dict = {}
 
     # ---- ingestion -------------------------------------------------------------------------------
     def create_job(self, paths: list[Path], tenant: str, filenames: list[str] | None = None) -> str:

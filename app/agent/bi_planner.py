@@ -31,7 +31,22 @@ from app.agent.text import content_words
 CONFIDENT = 0.55  # below: hand over to RAG
 ROW_FLOOR = 0.45  # a row named by the question at least this well
 STATEMENT_BOOST = 0.1  # row matches in a table of the statement the question names as its source
-_VIEWS: dict = {}
+MAX_VIEWS = 2000
+
+
+def table_views(kb) -> dict:
+    """The parsed tables (``TableView``) read so far, owned by the knowledge base the tables live in (keyed by
+    tenant and the versioned SQL table name, so a new version of a document is a new key), bounded; a plain
+    dict for a caller without one. No module-level cache: a closed knowledge base takes its views with it."""
+    store = getattr(getattr(kb, "kb", kb), "derived", None)
+    if store is None:
+        return {}
+    views = store.setdefault("table_views", {})
+    if len(views) > MAX_VIEWS:
+        views.clear()
+    return views
+
+
 
 
 @dataclass
@@ -54,9 +69,7 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     in_scope, why = tables_in_scope(kb, tenant, tables, question, doc_ids, cs)
     if not in_scope:
         return PlanResult(None, "no table in the documents in scope", why)
-    if len(_VIEWS) > 2000:
-        _VIEWS.clear()
-    views = load_views(kb, tenant, in_scope, _VIEWS)
+    views = load_views(kb, tenant, in_scope, table_views(kb))
     for doc_views in _by_doc(views).values():  # "Q2 of FY2024": the filing's own fiscal calendar
         fiscal.apply(doc_views)
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
