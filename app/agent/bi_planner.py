@@ -47,8 +47,6 @@ def table_views(kb) -> dict:
     return views
 
 
-
-
 @dataclass
 class PlanResult:
     program: Optional[Program | MetricProgram]
@@ -70,8 +68,8 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if not in_scope:
         return PlanResult(None, "no table in the documents in scope", why)
     views = load_views(kb, tenant, in_scope, table_views(kb))
-    for doc_views in _by_doc(views).values():  # "Q2 of FY2024": the filing's own fiscal calendar
-        fiscal.apply(doc_views)
+    # "Q2 of FY2024": each filing's own fiscal calendar, read at ingest and stored with the document
+    fiscal.apply_stored(views, kb.for_tenant(tenant) if kb is not None and tenant else None)
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
         encode = vector_cache(kb.embedder).encode
     vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
