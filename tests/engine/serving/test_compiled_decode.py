@@ -29,6 +29,8 @@ def compiled_engine():
     eng = LLMEngine(loaded, EngineConfig(max_model_len=256, max_num_seqs=2, memory_gib=2.0, speculative=False,
                                          compile_decode="wait"))
     assert eng.runner.compiled is not None and eng.runner.compiled.error is None and eng.runner.compiled.ready
+    assert eng.runner.compiled.batch_ready and eng.stats()["compiled_decode"] == "ready"
+    eng.runner.compiled.trial = None  # the tests below count which path each step takes; test_speed_trial_* set one
     return eng
 
 
@@ -136,7 +138,68 @@ def test_compile_decode_is_checked_and_left_off_where_it_does_not_apply():
         ModelRunner(None, 1, 16, 1, compile_decode="sometimes")
     hybrid = random_hybrid(tiny_hybrid_config(), seed=1)  # Mamba2 + attention + MoE blocks: not covered
     eng = LLMEngine(hybrid, EngineConfig(max_model_len=64, max_num_seqs=2, speculative=False, compile_decode="wait"))
-    assert eng.runner.compiled is None and eng.stats()["compiled_decode"] == "off"
+    assert eng.runner.compiled is None and eng.stats()["compiled_decode"].startswith("off: mamba blocks")
+    off = LLMEngine(hybrid, EngineConfig(max_model_len=64, max_num_seqs=2, speculative=False))
+    assert off.stats()["compiled_decode"] == "off"
+
+
+def test_the_onednn_path_is_not_compiled_and_says_why():
+    """oneDNN-packed weights are opaque tensors torch.compile cannot fake: the engine does not try, and says so."""
+    from app.settings import packaged_llm_gguf
+    from engine.loader import load_model
+
+    loaded = load_model(packaged_llm_gguf(), cpu_gemm="onednn")
+    eng = LLMEngine(loaded, EngineConfig(max_model_len=64, max_num_seqs=1, memory_gib=1.0, speculative=False,
+                                         compile_decode="wait"))
+    state = eng.stats()["compiled_decode"]
+    assert eng.runner.compiled is None and state.startswith("off: oneDNN-packed weights") and eng.stats()[
+        "compiled_decode_ready"] == 0
+
+
+def test_speed_trial_keeps_the_faster_path_by_its_median():
+    from engine.compiled_decode import SpeedTrial
+
+    trial = SpeedTrial(steps=3)
+    picks = []
+    for compiled_s, eager_s in [(0.010, 0.002), (0.001, 0.003), (0.009, 0.004), (0.008, 0.005)]:
+        for _ in range(2):  # the two paths alternate until each has 3 timings
+            use = trial.use_compiled("one")
+            picks.append(use)
+            trial.record("one", use, compiled_s if use else eager_s)
+    assert picks[:6] == [True, False] * 3
+    assert trial.compiled["one"] is False and not trial.use_compiled("one")  # medians 0.009 vs 0.003
+    assert trial.summary()["one"] == {"compiled_ms": 9.0, "eager_ms": 3.0, "kept": "eager"}
+    fast = SpeedTrial(steps=1)
+    fast.record("batch", True, 0.001)
+    fast.record("batch", False, 0.002)
+    assert fast.use_compiled("batch") and fast.summary()["batch"]["kept"] == "compiled"
+
+
+def test_speed_trial_falls_back_to_eager_where_the_compiled_step_is_slower(compiled_engine):
+    """The engine's own decode steps alternate between the paths; a compiled step made slower than eager (a sleep
+    around the real graph) loses the trial, later steps run eagerly and the stats say why."""
+    import time
+
+    from engine.compiled_decode import SpeedTrial
+
+    eng, calls = compiled_engine, []
+    compiled = eng.runner.compiled
+    undo = _count(compiled, calls)
+    one = compiled._one
+    compiled._one = lambda **kw: time.sleep(0.2) or one(**kw)
+    compiled.trial = SpeedTrial(steps=3)
+    try:
+        seq = eng.add_request(TEXT, SamplingParams(max_tokens=12, ignore_eos=True))
+        while eng.has_work:
+            eng.step()
+        stats = eng.stats()
+    finally:
+        undo()
+        compiled.trial = None
+    assert len(calls) == 3  # 11 decode steps: compiled, eager, compiled, eager, compiled, eager, then eager only
+    assert stats["compiled_decode"].startswith("eager: the compiled step measured slower") and \
+        stats["compiled_decode_ready"] == 0
+    assert stats["compiled_decode_trial"]["one"]["kept"] == "eager" and len(seq.output_ids) == 12
 
 
 def test_background_compile_serves_eagerly_meanwhile_then_takes_over(compiled_engine):
@@ -148,7 +211,9 @@ def test_background_compile_serves_eagerly_meanwhile_then_takes_over(compiled_en
     while eng.has_work:  # runs whether or not the compile is done (eager until it is)
         eng.step()
     assert compiled.wait(timeout=900) and compiled.error is None and compiled.compile_seconds > 0
+    assert compiled.batch_seconds >= compiled.compile_seconds  # the one-sequence graph served first
     assert eng.stats()["compiled_decode"] == "ready" and eng.stats()["compiled_decode_ready"] == 1
+    compiled.trial = None
     again = eng.add_request(TEXT, SamplingParams(max_tokens=6, ignore_eos=True))
     while eng.has_work:
         eng.step()

@@ -68,3 +68,30 @@ def test_load_aware_team_sets_only_the_computing_threads_team():
         t.join()
     assert seen[10.0] == (1, 1, 64.0) and seen[0.0] == (full, full, 64.0)  # a later thread starts with the full team
     assert torch.get_num_threads() == full  # the caller's team is untouched
+
+
+@pytest.mark.skipif(torch.get_num_threads() < 2 or _libgomp() is None or not os.path.isdir("/proc/self/task"),
+                    reason="counts the OpenMP workers of a multi-threaded torch on libgomp")
+def test_an_idle_engine_loop_gives_its_openmp_workers_back():
+    """Between requests the engine loop frees its team (engine/llm.py ``_idle``): a parked pool of an idle engine
+    would keep every other thread's team from spinning (issue #25: a second engine halved the first's decode)."""
+    import time
+
+    from app.settings import packaged_llm_gguf
+    from engine.llm_engine import LLM
+    from engine.openmp import LoadAwareTeam
+    from engine.sampling import SamplingParams
+
+    llm = LLM(packaged_llm_gguf(), max_model_len=128, max_num_seqs=1, memory_gib=1.0, speculative=False)
+    llm.team = LoadAwareTeam(cpus=os.cpu_count(), loadavg=lambda: 0.0)  # its full team whatever the machine's load
+    try:
+        idle = _threads()
+        during = [_threads() for _ in llm.stream("The supplier shall deliver", SamplingParams(max_tokens=8,
+                                                                                                ignore_eos=True))]
+        assert max(during) > idle  # the loop's team had workers while it decoded
+        deadline = time.monotonic() + 5.0
+        while _threads() > idle and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _threads() == idle
+    finally:
+        llm.close()
