@@ -222,7 +222,19 @@ def calibrate_(
 
 
 def main() -> None:
-    cli()
+    """Run one command; exit with its code once everything it opened is closed (``app.process_exit``)."""
+    from app.process_exit import finish
+
+    try:
+        cli()
+        code = 0
+    except SystemExit as exc:  # click ends every command with sys.exit(code)
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    sys.exit(finish(code))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import queue
 import threading
 import unicodedata
 import uuid
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
@@ -83,6 +84,7 @@ class LexiconService:
         self.checkpointer, self._close_checkpointer = make_checkpointer(settings.resolved_checkpoint_url)
         self.graph = build_graph(AgentDeps(self.kb, settings, self.chat_model), self.checkpointer)
         self._ingest_pool = ThreadPoolExecutor(1, thread_name_prefix="lexicon-ingest")  # the KB serialises writes
+        self._ask_workers: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()  # joined by close()
         self._closed = False
 
     def resume_ingest_jobs(self) -> None:
@@ -254,6 +256,7 @@ class LexiconService:
                 events.put(None)
 
         worker = threading.Thread(target=run, name="lexicon-ask", daemon=True)
+        self._ask_workers.add(worker)
         worker.start()
         try:
             while True:
@@ -340,11 +343,23 @@ class LexiconService:
         return buf.getvalue()
 
     def close(self) -> None:
+        """Close in order: ingest jobs finish, the engine stops (answers in flight are cancelled) and its
+        background decode compile is stopped and joined, the ask workers are joined, then the checkpointer and
+        the stores. No daemon thread of ours is left inside native code when the interpreter finalizes (that
+        aborted with exit 134; ``app.process_exit``)."""
         if self._closed:
             return
         self._closed = True
+        from app import process_exit
+
         self._ingest_pool.shutdown(wait=True)
         if self._model is not None:
-            self._model.close()
+            compiling = process_exit.compile_thread(self._model)
+            self._model.close()  # cancels what the ask workers wait on
+            process_exit.stop_thread(compiling)  # of no use once the engine is closed
+        for worker in list(self._ask_workers):
+            worker.join(timeout=30)
         self._close_checkpointer()
         self.kb.close()
+        if process_exit.lingering():
+            process_exit.join_at_exit()
