@@ -39,18 +39,23 @@ def name_cell(name: str, cls: str) -> str:
     return f"<td class='{cls}' title='{full}' {NAME_CELL}>{html.escape(short_name(name))}</td>"
 
 
-class OriginalNameFile(gr.File):
-    """A file input whose paths carry the name the browser gave (``orig_name``): Gradio's copy on disk has a
-    name cut to 200 bytes and stripped of some characters."""
+def keep_original_names(component: gr.File) -> gr.File:
+    """Make ``component``'s paths carry the name the browser gave (``orig_name``): Gradio's copy on disk has a
+    name cut to 200 bytes and stripped of some characters. (Wrapped on the instance: a gr.File subclass would
+    make Gradio write a .pyi stub beside this module.)"""
+    process = component._process_single_file
 
-    def _process_single_file(self, f):
-        out = super()._process_single_file(f)
+    def with_original_name(f):
+        out = process(f)
         if isinstance(out, str) and getattr(f, "orig_name", None):
             from gradio.utils import NamedString
 
             out = NamedString(out)
             out.orig_name = f.orig_name
         return out
+
+    component._process_single_file = with_original_name
+    return component
 
 
 def original_name(path) -> str:
@@ -229,9 +234,10 @@ def build_library_tab(service: Any, session: gr.State):
     gr.Markdown("Upload PDF, DOCX, HTML, TXT/Markdown, XLSX, CSV or scanned pages (PNG, JPEG, TIFF: read by OCR). "
                 "Each file keeps its name as given. Each file is parsed, split into "
                 "passages with page numbers, embedded, and its tables are extracted for BI questions.")
-    files = OriginalNameFile(file_count="multiple", type="filepath", label="Documents", elem_id="lib-files",
-                             file_types=[".pdf", ".docx", ".html", ".htm", ".txt", ".md", ".xlsx", ".csv", ".png",
-                                         ".jpg", ".jpeg", ".tif", ".tiff"])
+    files = keep_original_names(gr.File(
+        file_count="multiple", type="filepath", label="Documents", elem_id="lib-files",
+        file_types=[".pdf", ".docx", ".html", ".htm", ".txt", ".md", ".xlsx", ".csv", ".png", ".jpg", ".jpeg", ".tif",
+                    ".tiff"]))
     upload = gr.Button("Upload and ingest", variant="primary", elem_id="lib-upload")
     progress = gr.HTML(progress_html([]), elem_id="lib-progress")
     gr.Markdown("### Your documents")

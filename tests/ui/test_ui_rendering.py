@@ -196,12 +196,14 @@ def test_the_file_input_passes_the_name_the_browser_gave(tmp_path):
     """Gradio keeps its copy under a name cut to 200 bytes; the Library's input hands over the original name."""
     from gradio.data_classes import FileData, ListFiles
 
-    from ui.library_tab import OriginalNameFile, original_name
+    import gradio as gr
+
+    from ui.library_tab import keep_original_names, original_name
 
     copy = tmp_path / "cut.pdf"
     copy.write_bytes(b"%PDF-1.4\n")
     name = "協議" * 150 + ".pdf"  # 900 bytes of UTF-8
-    component = OriginalNameFile(file_count="multiple", type="filepath")
+    component = keep_original_names(gr.File(file_count="multiple", type="filepath"))
     [path] = component.preprocess(ListFiles(root=[FileData(path=str(copy), orig_name=name)]))
     assert str(path) == str(copy) and original_name(path) == name
     assert original_name(str(copy)) == "cut.pdf"  # a plain path: its own name
