@@ -15,7 +15,8 @@
      heading path or first line,
    - the answer slot (data: a date, a duration, an amount, a jurisdiction, the parties) stated in a sentence
      that reads like the kind,
-   - for an answer that states parties or a date: the opening of the document;
+   - for an answer that states parties or a date: the opening of the document (its first characters, however
+     many small units such as an exhibit label it starts with);
 4. each unit returned carries its best sentence(s) as ``quote``.
 
 Nothing here names a kind: every kind, built-in or a tenant's, is found the same way from its data.
@@ -38,6 +39,7 @@ OPEN_DOCS = 3  # without a small scope: the documents of the best hits read unit
 W_RANK, W_LEX, W_WORD, W_HEAD, W_OPEN, W_SLOT = 1.0, 3.2, 0.3, 0.3, 1.2, 1.0  # fitted on the first 60 CUAD-dev contracts
 DEFINITION = re.compile(r"^\W*(?:\(?[a-z0-9]{1,4}[.)]\s*)?[\"\u201c][^\"\u201d]{1,60}[\"\u201d]\s*(?:shall\s+)?"
                         r"(?:means?|has the meaning|refers?)\b", re.I)
+OPENING_CHARS = 1500  # a unit starting within this many characters of the document's text is its opening
 MIN_SENTENCE = 40
 MAX_QUOTE = 1200
 
@@ -192,7 +194,7 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
         parts = {"rank": rank.get(id(u), 0.0), "lexical": prof.lexical(u), "wording": word, "slot": filled,
                  "heading": max(prof.heading(u.heading), prof.heading(u.text[:100]))}
         if kind is not None and kind.answer in ("parties", "date"):
-            parts["opening"] = {0: 1.0, 1: 0.5}.get(u.position, 0.0)
+            parts["opening"] = 1.0 if u.offset < OPENING_CHARS else 0.5 if u.offset < 3 * OPENING_CHARS else 0.0
         s = (W_RANK * parts["rank"] + W_LEX * parts["lexical"] + W_WORD * parts["wording"]
              + W_HEAD * parts["heading"] + W_OPEN * parts.get("opening", 0.0) + W_SLOT * filled)
         if DEFINITION.search(u.text[:200]) and not parts.get("opening"):

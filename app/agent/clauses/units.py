@@ -33,6 +33,7 @@ class Unit:
     heading: str = ""  # the heading path: this section's label and those above it
     chunk_ids: tuple[str, ...] = field(default=())
     position: int = 0  # the unit's order in its document (0: the opening)
+    offset: int = 0  # characters of the document's units before this one
     score: float = 0.0
     quote: str = ""  # the best sentence(s) inside it, for a short quote
     parts: dict = field(default_factory=dict)  # the score's parts (for the UI and for tuning)
@@ -136,7 +137,8 @@ def document_units(passages: list, limit: int = MAX_UNIT) -> list[Unit]:
         for piece in (_pieces(chunks, limit) if len(g) == 1 else [chunks]):
             first = piece[0]
             units.append(Unit(first.doc_id, first.filename, first.page, first.section, _join(piece), heading,
-                              tuple(p.chunk_id for p in piece), len(units)))
+                              tuple(p.chunk_id for p in piece), len(units),
+                              units[-1].offset + len(units[-1].text) if units else 0))
     return units
 
 
