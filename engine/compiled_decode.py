@@ -47,9 +47,15 @@ def use_cache_dir(path) -> str:
     """Keep inductor's on-disk caches (its FX graph cache, AOT autograd's and the compiled C++ libraries) under
     ``path`` rather than /tmp/torchinductor_<user>, so that they outlive a reboot: a second start of the engine
     then loads both graphs from there instead of compiling them cold. A TORCHINDUCTOR_CACHE_DIR already in the
-    environment wins (inductor also sets it itself at its first compile, which fixes the directory for the
-    rest of the process). Returns the directory in use."""
-    path = os.path.abspath(os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.fspath(path)))
+    environment wins, unless it is inductor's own default: inductor writes that into the environment itself the
+    first time it asks for its cache directory, which loading a model may already have done). Returns the
+    directory in use."""
+    from torch._inductor.runtime.runtime_utils import default_cache_dir
+
+    current = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if current is None or os.path.abspath(current) == os.path.abspath(default_cache_dir()):
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(os.fspath(path))
+    path = os.environ["TORCHINDUCTOR_CACHE_DIR"]
     os.makedirs(path, exist_ok=True)
     return path
 

@@ -218,3 +218,14 @@ def test_background_compile_serves_eagerly_meanwhile_then_takes_over(compiled_en
     while eng.has_work:
         eng.step()
     assert again.output_ids == first.output_ids
+
+
+def test_the_compile_cache_dir_replaces_inductors_default_but_not_a_users_choice(tmp_path, monkeypatch):
+    from torch._inductor.runtime.runtime_utils import default_cache_dir
+
+    from engine.compiled_decode import use_cache_dir
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # what inductor writes there itself
+    assert use_cache_dir(tmp_path / "cc") == str(tmp_path / "cc") and (tmp_path / "cc").is_dir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))  # a user's choice wins
+    assert use_cache_dir(tmp_path / "cc") == str(tmp_path / "mine")
