@@ -20,7 +20,8 @@ with the numbers the issue recorded on a quiet machine.
     python bench/bench_vs_llamacpp.py
 Each GEMM kind of ours runs in its own process (this script again, one ``BENCH_GEMMS`` kind each, one after
 the other), so no other engine of ours is alive during a run: in one process, after the oneDNN-path engine had
-served a request, the int4 engine's batch-1 decode fell from 86 to 37 tok/s (issue #25). The compiled steps run a
+served a request, the int4 engine's batch-1 decode fell from 86 to 37 tok/s (issue #25; engine/llm.py
+``LLM._idle`` now frees an idle engine's OpenMP pool, which removes most of that). The compiled steps run a
 speed trial against the eager step on their first decode steps (engine/compiled_decode.py ``SpeedTrial``); it is
 run to its end before the repeats, and its outcome printed.
 llama.cpp runs in a child process (bench/llamacpp_worker.py: two OpenMP runtimes in one process slowed each other),

@@ -96,7 +96,7 @@ class LLM:
     def __init__(self, model_path, *, max_model_len: int = 8192, max_num_seqs: int = 8,
                  memory_gib: Optional[float] = None,
                  kv_dtype: str = "bfloat16", chunk_tokens: Optional[int] = None, device: str = "cpu",
-                 speculative: bool = True, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None,
+                 speculative: Optional[bool] = None, max_waiting: int = 64, dtype: Optional[torch.dtype] = None, loaded=None,
                  decode_graphs: str = "auto", cpu_gemm: Optional[str] = None, compile_decode: str = "off",
                  compile_cache_dir: Optional[str] = None):
         """``dtype``: weights and activations; default fp32 on CPU, bf16 on accelerators. ``memory_gib``: a cap on
@@ -174,8 +174,9 @@ class LLM:
     def _idle() -> None:
         """The loop has no work: free its OpenMP pool until the next step (engine/openmp.py). A parked pool of an
         idle engine still counts among libgomp's managed threads, and past the CPU count every other thread's
-        team stops spinning between regions: measured on the 2-vCPU AMD VM, a second engine that had served one
-        request slowed the first one's batch-1 decode from 86 to 37 tok/s while both lived (issue #25)."""
+        team stops spinning between regions. Measured on the 2-vCPU AMD VM (issue #25): an int4 engine's eager
+        batch-1 decode ran at 71-73 tok/s alone and 45-49 while a oneDNN-path engine that had served one request
+        lived; with this release, 72-75 and 75-76."""
         release_thread_pool()
 
     def _finish(self, handle: _Handle) -> None:
