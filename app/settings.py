@@ -12,7 +12,7 @@ import importlib.util
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     engine_chunk_tokens: int = 512
     engine_device: str = "cpu"
     engine_dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # weights/activations; auto: fp32 on CPU, bf16 on GPU
-    engine_speculative: bool = True  # prompt-lookup speculative decoding for greedy answers
+    engine_speculative: Optional[bool] = None  # prompt-lookup speculative decoding; None: the device's default (CPU on, CUDA off)
     # CPU GEMM: auto = quantized GGUF weights kept 4-bit (int4 GEMM, bf16 activations), else oneDNN fp32 (exact)
     engine_cpu_gemm: Literal["auto", "int4", "onednn", "fp16", "plain"] = "auto"
     # CPU dense models: one-sequence decode steps through one compiled graph (engine/compiled_decode.py), compiled

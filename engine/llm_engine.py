@@ -36,7 +36,8 @@ class EngineConfig:
     kv_dtype: str = "bfloat16"
     chunk_tokens: Optional[int] = None  # None: the device's default (engine/memory_budget.py: CPU 512, CUDA 2048)
     device: str = "cpu"
-    speculative: bool = True  # prompt-lookup drafts for greedy requests (outputs identical to plain greedy)
+    speculative: Optional[bool] = None  # prompt-lookup drafts for greedy requests (outputs identical to plain
+    # greedy); None: the device's default (engine/memory_budget.py: on for CPU, off for CUDA)
     num_spec_tokens: int = 4
     block_size: int = 16
     max_waiting: int = 64

@@ -53,13 +53,16 @@ class DeviceDefaults:
     spec_seqs: Optional[int]  # sequences that may speculate in one step (checkpoint rows); None: all of them
     memory_fraction: float  # of the device's total memory (CUDA); the reserve below is counted on top
     reserve_bytes: int
+    speculative: bool = True  # prompt-lookup drafts by default
 
 
 # CUDA: a 2048-token prefill chunk (0.6 GiB of activations on Puzzle, against 2.5 GiB at 8192; a chunk of 2048
 # still gives every MoE expert ~40-100 rows), 2 snapshot slots, speculative checkpoints for 2 sequences
 # (1.2 GiB on Puzzle; 4.7 GiB for all 8), the whole device with an explicit reserve.
+# Speculation is off by default on CUDA: its verify steps are not captured in a CUDA graph yet, so on a GPU it
+# would replace graph-replayed decode steps with eager ones (EngineConfig(speculative=True) still turns it on).
 CUDA_DEFAULTS = DeviceDefaults(chunk_tokens=2048, n_snapshot_slots=2, spec_seqs=2, memory_fraction=1.0,
-                               reserve_bytes=CUDA_RESERVE_BYTES)
+                               reserve_bytes=CUDA_RESERVE_BYTES, speculative=False)
 CPU_DEFAULTS = DeviceDefaults(chunk_tokens=512, n_snapshot_slots=4, spec_seqs=None, memory_fraction=1.0,
                               reserve_bytes=0)
 
@@ -341,6 +344,7 @@ def resolve_engine_config(config, device):
     d = defaults_for(device)
     spec = config.spec_seqs if config.spec_seqs is not None else d.spec_seqs
     return replace(config,
+                   speculative=d.speculative if config.speculative is None else config.speculative,
                    chunk_tokens=config.chunk_tokens or d.chunk_tokens,
                    n_snapshot_slots=d.n_snapshot_slots if config.n_snapshot_slots is None else config.n_snapshot_slots,
                    memory_fraction=config.memory_fraction or d.memory_fraction,

@@ -184,7 +184,8 @@ class CapacityPlan:
             f"{self.kv_scale_bytes_per_token * self.context_tokens / MIB:8.1f} MiB",
             f"  {'Mamba state':<36}{self.mamba_bytes_per_seq / MIB:8.1f} MiB",
             f"  {'total (+ static table rows)':<36}{g(self.bytes_per_context)}",
-            f"concurrent contexts: {self.max_contexts}  (exact {self.exact_contexts:.2f})",
+            f"concurrent contexts: {min(self.max_contexts, self.budget.engine_contexts)}  (memory for "
+            f"{self.exact_contexts:.2f}; the engine runs at most max_num_seqs at once)",
             f"the engine (max_num_seqs {s.max_num_seqs}) holds {b.engine_contexts} contexts of "
             f"{self.context_tokens:,} tokens: KV pool {b.num_kv_blocks:,} blocks of {s.block_size} "
             f"({b.num_kv_blocks / b.blocks_per_seq if b.blocks_per_seq else 0:.2f} contexts), {b.n_state_slots} state slots",
@@ -200,7 +201,7 @@ def plan(config: ModelConfig, weights: str = "bf16", kv_dtype: str = "bf16", gpu
          context: int = 1_000_000, memory_fraction: Optional[float] = None, chunk_tokens: Optional[int] = None,
          overhead_gib: Optional[float] = None, block_size: int = 16, snapshot_slots: Optional[int] = None,
          max_num_seqs: int = 8, spec_seqs: Optional[int] = None, spec_tokens: int = 4, device: str = "cuda",
-         decode_graphs: Optional[bool] = None) -> CapacityPlan:
+         decode_graphs: Optional[bool] = None, speculative: Optional[bool] = None) -> CapacityPlan:
     """The engine's budget on a device of ``gpu_gib`` for sequences of ``context`` tokens; every None takes the
     engine's default for ``device`` (engine.memory_budget.CUDA_DEFAULTS)."""
     d = defaults_for(device)
@@ -217,9 +218,11 @@ def plan(config: ModelConfig, weights: str = "bf16", kv_dtype: str = "bf16", gpu
         max_model_len=context, max_num_seqs=max_num_seqs, kv_dtype=kv_dtype, block_size=block_size,
         chunk_tokens=chunk_tokens or d.chunk_tokens,
         n_snapshot_slots=d.n_snapshot_slots if snapshot_slots is None else snapshot_slots,
-        spec_seqs=max_num_seqs if (spec_seqs if spec_seqs is not None else d.spec_seqs) is None
+        spec_seqs=0 if not (d.speculative if speculative is None else speculative)
+        else max_num_seqs if (spec_seqs if spec_seqs is not None else d.spec_seqs) is None
         else (spec_seqs if spec_seqs is not None else d.spec_seqs),
-        spec_tokens=spec_tokens, conv_bytes=CONV_STATE_BYTES, decode_graphs=graphs, graph_pool=graphs and cuda,
+        spec_tokens=spec_tokens if (d.speculative if speculative is None else speculative) else 0,
+        conv_bytes=CONV_STATE_BYTES, decode_graphs=graphs, graph_pool=graphs and cuda,
         host_tokens=not cuda)
     reserve = d.reserve_bytes if overhead_gib is None else int(overhead_gib * GIB)
     budget = memory_budget(config, counts.bytes(fmt), shape, int(gpu_gib * GIB * memory_fraction),

@@ -108,7 +108,9 @@ def test_only_spec_seqs_sequences_speculate_and_outputs_stay_greedy():
 
 def test_cuda_defaults_hold_eight_1m_contexts_of_puzzle_nvfp4_fp8_on_79_1_gib():
     from engine.presets import get_preset
-    p = plan(get_preset("puzzle"), "nvfp4", "fp8", 79.1, 1_000_000)  # the CUDA defaults
+    assert plan(get_preset("puzzle"), "nvfp4", "fp8", 79.1, 1_000_000).budget.shape.spec_seqs == 0  # off on CUDA
+    # the CUDA defaults with speculation turned on (its checkpoints counted): still eight
+    p = plan(get_preset("puzzle"), "nvfp4", "fp8", 79.1, 1_000_000, speculative=True)
     b = p.budget
     assert (b.shape.chunk_tokens, b.shape.n_snapshot_slots, b.shape.spec_seqs) == (
         CUDA_DEFAULTS.chunk_tokens, CUDA_DEFAULTS.n_snapshot_slots, CUDA_DEFAULTS.spec_seqs)
@@ -116,7 +118,7 @@ def test_cuda_defaults_hold_eight_1m_contexts_of_puzzle_nvfp4_fp8_on_79_1_gib():
     assert b.reserve_bytes == CUDA_DEFAULTS.reserve_bytes and b.graph_pool_bytes > 0 and b.checkpoint_bytes > 0
     # the same engine with the old settings (fraction 0.9, chunk 8192, 4 snapshot slots, checkpoints for all 8)
     old = plan(get_preset("puzzle"), "nvfp4", "fp8", 79.1, 1_000_000, memory_fraction=0.9, chunk_tokens=8192,
-               snapshot_slots=4, spec_seqs=8)
+               snapshot_slots=4, spec_seqs=8, speculative=True)
     assert old.max_contexts < 8
 
 
