@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 ANSWER_KINDS = ("clause", "figure", "comparison", "list", "yes_no", "summary", "text")
 FIGURE_ASKS = ("amount", "percent", "count")
+LONG_CUES = ("summar", "whole", "entire", "overall", "read the", "full text", "all of the", "dossier", "throughout")
 YES_NO_LEADS = ("is", "are", "does", "do", "can", "may", "shall", "will", "has", "have", "was", "were", "did",
                 "must", "could", "should", "would")
 
@@ -50,6 +51,12 @@ class QuestionFrame:
         return cls(**d) if d else None
 
 
+def wants_long(question: str) -> bool:
+    """A summary or a reading of whole documents ("summarize", "the whole agreement")."""
+    q = question.lower()
+    return any(c in q for c in LONG_CUES)
+
+
 def _answer_kind(question: str, ask: str, clause_kind: str | None, long: bool, comparison: bool) -> str:
     first = (question.strip().split() or [""])[0].lower()
     if long:
@@ -71,29 +78,22 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
                   scratch: Optional[dict] = None, taxonomy=None) -> QuestionFrame:
     """Read ``question`` once for tenant-bound ``kbt`` (``kb.for_tenant(t)``). ``scratch`` (a per-run dict)
     receives the BI plan when one exists, so the BI node runs it without planning again."""
-    from app.agent import scope as scope_mod
     from app.agent.bi_instructions import read as read_instructions
     from app.agent.bi_question import parse_question
-    from app.agent.company_scope import company_scope, not_in_documents_text
-    from app.agent.nodes_long import wants_long
+    from app.agent.scope import documents_for
     from app.agent.text_spans import ask_of
 
     t0 = time.perf_counter()
     question = question.strip()
-    kb, tenant = kbt.kb, kbt.tenant
-    try:
-        cs = company_scope(kb, tenant, question, doc_ids)
-    except Exception:  # the check never blocks a question
-        log.exception("company scope failed")
-        cs = None
-    if cs is not None and cs.out_of_scope:
-        return QuestionFrame(question, question, "text", doc_ids=doc_ids, not_in_documents=not_in_documents_text(cs),
+    sc = documents_for(kbt, question, doc_ids)  # documents, company and filing named: read once
+    if sc.out_of_scope:
+        return QuestionFrame(question, question, "text", doc_ids=doc_ids, not_in_documents=sc.not_in_documents,
                              read_s=time.perf_counter() - t0)
-    missing = _missing_documents(kbt, question, doc_ids)
+    missing = "" if sc.doc_ids else _missing_documents(kbt, question, doc_ids)
     if missing:
         return QuestionFrame(question, question, "text", doc_ids=doc_ids, not_in_documents=missing,
                              read_s=time.perf_counter() - t0)
-    scope = scope_mod.resolve(kb, tenant, question, doc_ids)
+    scope, cs = sc, sc.company
     query = scope.query or question
     asked = ask_of(query)
     kind = _clause_kind(kbt, query, taxonomy)
@@ -108,7 +108,7 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         words=sorted(content_words(query)),
         instructions={"definition": rd.definition, "statements": rd.statements, "fallback": rd.fallback},
         doc_ids=scope.doc_ids if scope.doc_ids is not None else doc_ids,
-        companies=list(cs.matched) if cs is not None else [], wants_long=long)
+        companies=list(cs.matched), wants_long=long)
     if mode in ("auto", "bi") and not kind and not long:
         frame.bi_planned, frame.bi_reason = _plan_once(kbt, question, doc_ids, cs, scratch)
     frame.read_s = round(time.perf_counter() - t0, 4)

@@ -4,7 +4,7 @@ document that happens to state a governing law.
 
 The naming phrase is "the <Capitalised words> <document type>" (document types are data:
 ``app/data/vocabulary.yaml``); a name counts as present when a document in scope carries it in its file name
-or its text (a search restricted to the documents in scope, the hits' text checked for the word).
+or any word of it in its text (the text vocabulary stored with the document's facts at ingest).
 """
 from __future__ import annotations
 
@@ -32,25 +32,22 @@ def named_names(question: str) -> list[str]:
     return out
 
 
-def _present(kbt, name: str, doc_ids, filenames: list[str]) -> bool:
-    low = name.lower()
-    if any(low in f.lower() or low.replace(" ", "") in f.lower().replace("_", "").replace(" ", "")
-           for f in filenames):
-        return True
-    for p in kbt.search(name, k=8, doc_ids=doc_ids):
-        if re.search(rf"\b{re.escape(low)}\b", p.text.lower()) or low in (p.filename or "").lower():
-            return True
-    return False
-
-
 def missing_named_documents(kbt, question: str, doc_ids=None) -> list[str]:
-    """Names of documents the question names that no document in scope carries."""
+    """Names of documents the question names that no document in scope carries: not one word of the name
+    in any document's file name or text (the stored text vocabulary, one query a word)."""
     names = named_names(question)
     if not names:
         return []
     docs = [d for d in kbt.list_documents() if d.status == "ingested" and (not doc_ids or d.id in doc_ids)]
     if not docs:
         return []
-    files = [d.filename for d in docs]
     ids = [d.id for d in docs]
-    return [n for n in names if not _present(kbt, n, ids, files)]
+    kbt.facts(ids)  # stored on first read for documents ingested before facts existed
+    files = " ".join(d.filename.lower() for d in docs)
+    missing = []
+    for name in names:
+        words = [w.lower().strip(".,'") for w in name.split()]
+        found = kbt.docs_with_words(words, ids)
+        if not any(found.get(w) for w in words) and not any(w in files for w in words):
+            missing.append(name)
+    return missing

@@ -24,6 +24,7 @@ from app import prompts
 from app.agent import scope as scope_mod
 from app.agent.clause_search import find_passages
 from app.agent.clauses.playbook import taxonomy_for
+from app.agent.frame import wants_long
 from app.agent.grounding import clean_answer
 from app.agent.nodes_rag import citation, extractive_answer, not_found
 from app.agent.quotes import quote_spans
@@ -40,12 +41,6 @@ HEADING_LINE = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+([A-Z][^.;:\n]{0,60})\n")  # 
 SUMMARY_WORDS = content_words("summarize summarise summary overview overall whole entire read full text dossier key "
                               "main points terms say says about describe explain document documents filing report annual "
                               "quarterly form")
-LONG_CUES = ("summar", "whole", "entire", "overall", "read the", "full text", "all of the", "dossier", "throughout")
-
-
-def wants_long(question: str) -> bool:
-    q = question.lower()
-    return any(c in q for c in LONG_CUES)
 
 
 def dossier_name(tenant: str, system_text: str) -> str:

@@ -70,7 +70,10 @@ def make_rag_nodes(deps: AgentDeps):
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
         asked = without_filing_date(deps.kb, state["tenant"], question, docs)  # "as of <the 8-K's date>"
         full = without_filing_date(deps.kb, state["tenant"], state["question"], docs)
-        found = text_answer(asked, ranked, full, kinds=None if ctype is None else FIGURE_ASKS)
+        clause_held = any(c["check"] for c in cands if c["source"] == "clause")
+        # a clause that held keeps the text route to figures; a kind read off a word the question merely shares
+        # with it ("acquisitions" in a filing question) leaves every kind of answer to the extraction
+        found = text_answer(asked, ranked, full, kinds=FIGURE_ASKS if clause_held else None)
         if found:
             cands.append(as_candidate(found, "rag", "text", rank=len(cands)))
         if ctype is None and graded and not any(c["check"] for c in cands) and not past_budget(config, 0.5):

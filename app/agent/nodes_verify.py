@@ -82,7 +82,8 @@ def make_verify_node(deps: AgentDeps):
             return out
         # not supported: what was found is stated as such, its passages related (citations are support only)
         related = (list(best.get("citations") or []) + related)[:RELATED]
-        if verdict.score < load_calibration().floor:  # nothing found comes near: the documents do not say
+        if verdict.score < load_calibration().floor or not verdict.features.get("cov"):
+            # nothing found comes near (or shares no word with the question): the documents do not say
             answer = prompts.NO_SUPPORT
         else:
             why = "; ".join(verdict.reasons)

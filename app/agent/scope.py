@@ -138,6 +138,8 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
         narrowed, why = _filing(facts, asked, chosen or named)
         if chosen or narrowed != named:  # a name in the file names alone narrows nothing: the filing does
             chosen, filing = narrowed, why
+    if chosen is None and named and not cs.matched:  # "under the MSA": the file its words or initials name
+        chosen = list(named)
     if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
         chosen, filing = list(cs.doc_ids), cs.filing
     return Scope(chosen, _strip_file_names(facts, query, chosen or named), scope.naming, scope.scores, cs, asked,

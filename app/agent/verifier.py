@@ -31,7 +31,9 @@ from typing import Optional
 import numpy as np
 
 from app.agent.text_terms import key_words
-from app.agent.verify import answer_in_span, has_slot
+from app.agent.verify import AMOUNT, DATE, DURATION, FIGURE, answer_in_span, has_slot
+
+YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
 FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model")
@@ -50,6 +52,7 @@ class Calibration:
     threshold: float
     source: str  # "prior" or what the calibration was fitted on
     floor: float = PRIOR_FLOOR
+    routes: tuple = ()  # the kinds of candidate ("route:source") the fit saw enough of; others: the prior
 
     def score(self, x: dict) -> float:
         z = sum(self.weights.get(k, 0.0) * float(x.get(k, 0.0)) for k in FEATURES)
@@ -65,7 +68,21 @@ def load_calibration(path: str = str(CALIBRATION)) -> Calibration:
         return Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
     data = json.loads(p.read_text())
     return Calibration({k: float(v) for k, v in data["weights"].items()}, float(data["threshold"]),
-                       data.get("source", str(p.name)), float(data.get("floor", PRIOR_FLOOR)))
+                       data.get("source", str(p.name)), float(data.get("floor", PRIOR_FLOOR)),
+                       tuple(data.get("routes") or ()))
+
+
+PRIOR_CALIBRATION = Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
+
+
+def candidate_kind(candidate: dict) -> str:
+    return f"{candidate.get('route') or 'rag'}:{candidate.get('source') or 'passage'}"
+
+
+def calibration_for(cal: Calibration, kind: str) -> Calibration:
+    """``cal`` where its fit saw enough candidates of this ``kind`` (route:source); the prior (the route's own
+    check leads) where no dev data of that kind was fitted yet: no weight is invented for what was never measured."""
+    return cal if not cal.routes or kind in cal.routes else PRIOR_CALIBRATION
 
 
 @dataclass
@@ -101,6 +118,15 @@ def statement_of(candidate: dict) -> str:
     return QUOTED.sub(" ", text)
 
 
+def stated(slot: str, span: str) -> bool:
+    """The span states a value of the kind a question asks for (a date, a duration, an amount)."""
+    if slot == "date":
+        return bool(DATE.search(span) or YEAR.search(span))
+    if slot == "duration":
+        return bool(DURATION.search(span) or DATE.search(span))
+    return bool(AMOUNT.search(span) or FIGURE.search(span))
+
+
 def _slot_for(frame, kind) -> Optional[str]:
     if kind is not None and getattr(kind, "answer", None) not in (None, "", "clause"):
         return kind.answer
@@ -132,7 +158,7 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     sections = " ".join(c.get("section") or "" for c in candidate.get("citations") or [])
     slot = _slot_for(frame, kind)
     asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
-    if asked and span and candidate.get("route") == "rag" and not has_slot(asked, span):
+    if asked and span and candidate.get("route") == "rag" and not stated(asked, span):
         gates.append(f"no {asked} stated, and the question asks for one")
     x = {"bias": 1.0, "check": 1.0 if candidate.get("check") else 0.0, "sim": sim, "sim_kind": sim_kind,
          "cov": _cov(words, f"{sections} {span}"),
@@ -146,12 +172,23 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     return x, gates
 
 
-def _cosines(embedder, query: str, texts: list[str]) -> list[float]:
-    if embedder is None or not texts or not query.strip():
-        return [0.0] * len(texts)
-    vecs = embedder.encode([query] + [t[:2000] for t in texts])
-    q, rest = vecs[0], vecs[1:]
-    return [float(np.dot(q, v)) for v in rest]
+MAX_CANDIDATES = 8
+SIM_CHARS = 400  # the opening of a span: what it is about (the embedder costs grow with its length)
+
+
+def _similarities(embedder, queries: list[str], spans: list[str]) -> list[list[float]]:
+    """Cosines of each query with each span, every distinct text encoded once in one call."""
+    if embedder is None or not spans:
+        return [[0.0] * len(spans) for _ in queries]
+    texts = list(dict.fromkeys([q for q in queries if q.strip()] + [t[:SIM_CHARS] for t in spans]))
+    vecs = dict(zip(texts, embedder.encode(texts)))
+    out = []
+    for q in queries:
+        if not q.strip():
+            out.append([0.0] * len(spans))
+            continue
+        out.append([float(np.dot(vecs[q], vecs[t[:SIM_CHARS]])) for t in spans])
+    return out
 
 
 def judge(frame, candidates: list[dict], embedder=None, kind=None,
@@ -160,19 +197,22 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
     best is the highest-scoring one that passes the hard gates (else the highest-scoring one)."""
     if not candidates:
         return None, None, []
+    candidates = candidates[:MAX_CANDIDATES]  # the routes hand them over best first
     cal = calibration or load_calibration()
     spans = [span_of(c) for c in candidates]
     query = frame.query if frame is not None else ""
-    sims = _cosines(embedder, query, spans)
     kind_text = " ".join([getattr(kind, "description", "") or ""] + list(getattr(kind, "wordings", ()) or ()))
-    sims_kind = _cosines(embedder, kind_text, spans) if kind is not None and kind_text.strip() else sims
+    sims, sims_kind = _similarities(embedder, [query, kind_text if kind is not None else ""], spans)
+    if kind is None or not kind_text.strip():
+        sims_kind = sims
     judged = []
     for c, s, sk in zip(candidates, sims, sims_kind):
         x, gates = features(frame, c, s, sk, kind)
-        p = cal.score(x)
-        ok = not gates and p >= cal.threshold
-        why = gates or ([f"score {p:.2f} >= {cal.threshold:.2f}"] if ok else [f"score {p:.2f} < {cal.threshold:.2f}"])
-        judged.append((c, Verdict(p, ok, cal.threshold, why, x, bool(gates))))
+        cc = calibration_for(cal, candidate_kind(c))
+        p = cc.score(x)
+        ok = not gates and p >= cc.threshold
+        why = gates or ([f"score {p:.2f} >= {cc.threshold:.2f}"] if ok else [f"score {p:.2f} < {cc.threshold:.2f}"])
+        judged.append((c, Verdict(p, ok, cc.threshold, why, x, bool(gates))))
     order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, -judged[i][1].score, i))
     best, verdict = judged[order[0]]
     out = [dict(c, verdict=v.to_dict()) for c, v in (judged[i] for i in order)]

@@ -11,16 +11,20 @@ beside it, so a number that only holds where it was fitted shows as such.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from app.agent.verifier import FEATURES, PRIOR
+from app.agent.verifier import FEATURES, PRIOR, candidate_kind
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
+
+
+MIN_KIND = 20  # candidates of a kind (route:source) the fit must see before its weights apply to that kind
 
 
 @dataclass
@@ -31,6 +35,7 @@ class Question:
     xs: list  # feature vectors of the candidates
     ys: list  # candidate right?
     gated: list  # candidate failed a hard gate?
+    routes: list  # candidate's route
 
 
 def _half(doc: str) -> int:
@@ -46,19 +51,20 @@ def load_questions(path: Path) -> list[Question]:
                       render=cfg.get("render") or "html")
     items = {i.id: i for i in ds.items}
     out = []
-    for row in data["rows"]:
+    for row in data["records"]:
         item, verdict = items.get(row["id"]), row.get("verdict") or {}
         cands = verdict.get("candidates") or []
         if item is None:
             continue
-        xs, ys, gated = [], [], []
+        xs, ys, gated, routes = [], [], [], []
         for c in cands:
             rec = {"answer": {"answer": c.get("answer") or "", "citations": c.get("citations") or [],
                               "supported": True}}
             ys.append(bool(score(item, rec, {}).get("correct")))
             xs.append([float(c["features"].get(k, 0.0)) for k in FEATURES])
             gated.append(bool(c.get("gated")))
-        out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated))
+            routes.append(candidate_kind(c))
+        out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated, routes))
     return out
 
 
@@ -148,6 +154,7 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9) -> dict:
             report[f"{Path(src).name}:{name}"] = simulate(qs, w, t)
     result = {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t, "floor": floor, "target": target,
               "source": f"fitted on half 0 of {', '.join(Path(p).name for p in paths)}",
-              "candidates": int(len(xs)), "report": report}
+              "candidates": int(len(xs)), "report": report,
+              "routes": sorted(k for k, n in Counter(r for q in fit_on for r in q.routes).items() if n >= MIN_KIND)}
     Path(out).write_text(json.dumps(result, indent=1) + "\n")
     return result
