@@ -214,7 +214,9 @@ def calibrate_(
     except (ValueError, FileNotFoundError, KeyError) as exc:
         typer.echo(f"lexicon calibrate: {exc}", err=True)
         raise typer.Exit(2)
-    typer.echo(f"threshold {result['threshold']} on {result['candidates']} candidates -> {out}")
+    for kind, e in result["kinds"].items():
+        t = "never" if e["threshold"] > 1 else f"{e['threshold']:.2f}"
+        typer.echo(f"{kind:14s} threshold {t:>5s} ({e['candidates']} candidates) -> {out}")
     for name, r in result["report"].items():
         prec = "-" if r["supported_precision"] is None else f"{r['supported_precision']:.3f}"
         typer.echo(f"  {name:60s} n={r['questions']:4d} acc={r['accuracy'] or 0:.3f} "

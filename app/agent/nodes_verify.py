@@ -2,9 +2,9 @@
 
 Routes hand over candidates (``app.agent.verifier`` says what one is); this node scores them with the
 calibrated verifier and writes the answer. A supported answer is the best candidate as it stands. Below the
-threshold the answer says plainly that it is not verified, states what was found (the best candidate, its
-quote cited) and lists the next-best passages as related; with no candidate at all, the documents do not
-contain it.
+threshold the answer states what was found (the best candidate), then a "Not verified:" line saying why, and
+lists the passages it rests on as related (citations are support only); when nothing found comes near the
+question, or there is no candidate at all, the documents do not contain it.
 """
 from __future__ import annotations
 
@@ -14,7 +14,16 @@ from app.agent.state import AgentDeps, AgentState
 from app.agent.verifier import judge, load_calibration
 
 RELATED = 3
-NOT_VERIFIED_LEAD = "Not verified \u2014 the nearest the documents come:"
+
+
+def why_not(verdict) -> str:
+    """The verifier's reason in words: a failed gate, or its confidence under the threshold."""
+    gates = [r for r in verdict.reasons if not r.startswith("score ")]
+    if gates:
+        return "; ".join(gates)
+    if verdict.threshold > 1:
+        return "answers of this kind do not yet reach the verifier's precision target on the dev sets"
+    return f"the verifier's confidence {verdict.score:.2f} is under its threshold {verdict.threshold:.2f}"
 EXTRAS = ("sql", "columns", "rows", "chart")
 
 
@@ -86,8 +95,11 @@ def make_verify_node(deps: AgentDeps):
             # nothing found comes near (or shares no word with the question): the documents do not say
             answer = prompts.NO_SUPPORT
         else:
-            why = "; ".join(verdict.reasons)
-            answer = f"{NOT_VERIFIED_LEAD}\n{best.get('answer') or ''}\nNot verified: {why}."
+            body = "\n".join(line for line in (best.get("answer") or "").splitlines()
+                             if not line.startswith("Not verified:"))  # the route's own doubts come in `why`
+            own = [line[len("Not verified:"):].strip(" .") for line in (best.get("answer") or "").splitlines()
+                   if line.startswith("Not verified:")]
+            answer = f"{body}\nNot verified: {'; '.join(own + [why_not(verdict)])}."
         if related:
             answer += "\nRelated passages:\n" + "\n".join(f"- {_where(c)}: \u201c{_short(c.get('quote') or '')}\u201d"
                                                         for c in related)

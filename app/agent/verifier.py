@@ -51,38 +51,43 @@ class Calibration:
     weights: dict
     threshold: float
     source: str  # "prior" or what the calibration was fitted on
-    floor: float = PRIOR_FLOOR
-    routes: tuple = ()  # the kinds of candidate ("route:source") the fit saw enough of; others: the prior
 
     def score(self, x: dict) -> float:
         z = sum(self.weights.get(k, 0.0) * float(x.get(k, 0.0)) for k in FEATURES)
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+PRIOR_CALIBRATION = Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
+
+
+@dataclass(frozen=True)
+class Calibrations:
+    """Per kind of candidate (route:source), the fitted weights and threshold; the prior for kinds no dev data
+    was fitted on yet (the route's own check leads: no weight is invented for what was never measured)."""
+    kinds: dict
+    floor: float = PRIOR_FLOOR
+    source: str = "prior"
+
+    def for_kind(self, kind: str) -> Calibration:
+        return self.kinds.get(kind, PRIOR_CALIBRATION)
+
+
 @lru_cache(maxsize=4)
-def load_calibration(path: str = str(CALIBRATION)) -> Calibration:
-    """The fitted weights and threshold (read once per path: a data file shipped with the code, not a
+def load_calibration(path: str = str(CALIBRATION)) -> Calibrations:
+    """The fitted weights and thresholds (read once per path: a data file shipped with the code, not a
     document fact); the prior when no calibration has been written."""
     p = Path(path)
     if not p.exists():
-        return Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
+        return Calibrations({})
     data = json.loads(p.read_text())
-    return Calibration({k: float(v) for k, v in data["weights"].items()}, float(data["threshold"]),
-                       data.get("source", str(p.name)), float(data.get("floor", PRIOR_FLOOR)),
-                       tuple(data.get("routes") or ()))
-
-
-PRIOR_CALIBRATION = Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
+    src = data.get("source", p.name)
+    kinds = {k: Calibration({f: float(v) for f, v in e["weights"].items()}, float(e["threshold"]), src)
+             for k, e in (data.get("kinds") or {}).items()}
+    return Calibrations(kinds, float(data.get("floor", PRIOR_FLOOR)), src)
 
 
 def candidate_kind(candidate: dict) -> str:
     return f"{candidate.get('route') or 'rag'}:{candidate.get('source') or 'passage'}"
-
-
-def calibration_for(cal: Calibration, kind: str) -> Calibration:
-    """``cal`` where its fit saw enough candidates of this ``kind`` (route:source); the prior (the route's own
-    check leads) where no dev data of that kind was fitted yet: no weight is invented for what was never measured."""
-    return cal if not cal.routes or kind in cal.routes else PRIOR_CALIBRATION
 
 
 @dataclass
@@ -192,9 +197,9 @@ def _similarities(embedder, queries: list[str], spans: list[str]) -> list[list[f
 
 
 def judge(frame, candidates: list[dict], embedder=None, kind=None,
-          calibration: Optional[Calibration] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
+          calibration: Optional[Calibrations] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
     """Score every candidate; -> (the best candidate, its verdict, every candidate with its verdict). The
-    best is the highest-scoring one that passes the hard gates (else the highest-scoring one)."""
+    best passes the hard gates if any does, has its route's own check if any has, and is the most probable."""
     if not candidates:
         return None, None, []
     candidates = candidates[:MAX_CANDIDATES]  # the routes hand them over best first
@@ -208,12 +213,15 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
     judged = []
     for c, s, sk in zip(candidates, sims, sims_kind):
         x, gates = features(frame, c, s, sk, kind)
-        cc = calibration_for(cal, candidate_kind(c))
+        cc = cal.for_kind(candidate_kind(c))
         p = cc.score(x)
         ok = not gates and p >= cc.threshold
         why = gates or ([f"score {p:.2f} >= {cc.threshold:.2f}"] if ok else [f"score {p:.2f} < {cc.threshold:.2f}"])
         judged.append((c, Verdict(p, ok, cc.threshold, why, x, bool(gates))))
-    order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, -judged[i][1].score, i))
+    # the answer: ungated first, then candidates whose route's own check held (probabilities of different kinds
+    # are fitted on different sets: across kinds the check is the surer order), then the most probable
+    order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, -judged[i][1].features["check"],
+                                                      -judged[i][1].score, i))
     best, verdict = judged[order[0]]
     out = [dict(c, verdict=v.to_dict()) for c, v in (judged[i] for i in order)]
     return best, verdict, out

@@ -1,12 +1,13 @@
-"""``lexicon calibrate RESULT.json ...``: fit the verifier's weights and its one threshold on dev-set results.
+"""``lexicon calibrate RESULT.json ...``: fit the verifier's weights and thresholds on dev-set results.
 
 Each result file is what ``lexicon eval`` wrote: every answer carries the verifier's candidates with their
 features (``app.agent.verifier``). Each candidate is labelled right or wrong by the dataset's own scorer, as if
-it were the answer. The questions are split by document (a stable hash): the weights are fitted on one half
-(logistic regression), and the threshold is the lowest at which the *simulated agent* (the best-scoring
-candidate that passes the gates is the answer) reaches the target supported precision on that half, in every
-result file alike (one threshold for all sets and kinds). The other half, untouched by the fit, is reported
-beside it, so a number that only holds where it was fitted shows as such.
+it were the answer. The questions are split by document (a stable hash). On one half, each kind of candidate
+(route:source: a clause quote, an extracted span, a BI program, ...) seen 20 times or more gets its own logistic
+regression over the same general features, so its score is a probability of being right; the answer is the most
+probable candidate, and each kind's threshold is the lowest at which the *simulated agent*'s answers of that
+kind reach the target precision on that half (a kind that never does is never supported). The other half,
+untouched by the fit, is reported beside it, so a number that only holds where it was fitted shows as such.
 """
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from app.agent.verifier import FEATURES, PRIOR, candidate_kind
+from app.agent.verifier import FEATURES, PRIOR, PRIOR_THRESHOLD, candidate_kind
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
 
 
+CHECK = FEATURES.index("check")
 MIN_KIND = 20  # candidates of a kind (route:source) the fit must see before its weights apply to that kind
 
 
@@ -68,65 +70,92 @@ def load_questions(path: Path) -> list[Question]:
     return out
 
 
-def fit(xs: np.ndarray, ys: np.ndarray, l2: float = 1.0, iters: int = 50) -> np.ndarray:
-    """Logistic regression by Newton's method, L2 on every weight but the bias, the prior as the start."""
+def fit(xs: np.ndarray, ys: np.ndarray, l2: float = 1.0, iters: int = 100) -> np.ndarray:
+    """Logistic regression by damped Newton steps from the prior; L2 on every weight (lightly on the bias), so
+    a feature that is constant within a kind (the route flag, a check that always holds) stays bounded."""
     w = np.array([PRIOR[k] for k in FEATURES], dtype=float)
     reg = np.full(len(FEATURES), l2)
-    reg[0] = 0.0
+    reg[0] = 0.1
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-np.clip(xs @ w, -30, 30)))
-        grad = xs.T @ (p - ys) + reg * w
-        hess = (xs * (p * (1 - p))[:, None]).T @ xs + np.diag(reg + 1e-6)
+        grad = xs.T @ (p - ys) + reg * (w - _prior_center())
+        hess = (xs * (p * (1 - p))[:, None]).T @ xs + np.diag(reg)
         step = np.linalg.solve(hess, grad)
+        norm = np.linalg.norm(step)
+        if norm > 2.0:
+            step *= 2.0 / norm
         w -= step
-        if np.abs(step).max() < 1e-6:
+        if norm < 1e-6:
             break
     return w
 
 
-def simulate(questions: list[Question], w: np.ndarray, t: float) -> dict:
-    """The agent's answers under weights ``w`` and threshold ``t``: accuracy, supported rate and precision."""
+def _prior_center() -> np.ndarray:
+    """What the L2 pulls towards: the prior, so a kind with little data stays near the hand-set weights."""
+    return np.array([PRIOR[k] for k in FEATURES], dtype=float)
+
+
+Model = dict  # kind (route:source) -> (weights, threshold); kinds not in it keep the prior
+
+
+def _scores(q: Question, model: Model) -> np.ndarray:
+    prior = np.array([PRIOR[k] for k in FEATURES])
+    out = []
+    for x, kind in zip(q.xs, q.routes):
+        w = model[kind][0] if kind in model else prior
+        out.append(1.0 / (1.0 + np.exp(-np.clip(np.dot(x, w), -30, 30))))
+    return np.array(out)
+
+
+def _best(q: Question, model: Model) -> tuple[int, float]:
+    s = _scores(q, model)
+    b = sorted(range(len(s)), key=lambda i: (q.gated[i], -q.xs[i][CHECK], -s[i], i))[0]
+    return b, float(s[b])
+
+
+def _threshold(q: Question, b: int, model: Model) -> float:
+    kind = q.routes[b]
+    return model[kind][1] if kind in model else PRIOR_THRESHOLD
+
+
+def simulate(questions: list[Question], model: Model) -> dict:
+    """The agent's answers under ``model``: accuracy, supported rate and precision."""
     n = right = sup = sup_right = 0
     for q in questions:
         n += 1
         if not q.xs:
             continue
-        s = 1.0 / (1.0 + np.exp(-np.clip(np.array(q.xs) @ w, -30, 30)))
-        order = sorted(range(len(s)), key=lambda i: (q.gated[i], -s[i], i))
-        b = order[0]
+        b, score = _best(q, model)
         right += q.ys[b]
-        if not q.gated[b] and s[b] >= t:
+        if not q.gated[b] and score >= _threshold(q, b, model):
             sup += 1
             sup_right += q.ys[b]
     return {"questions": n, "accuracy": right / n if n else None, "supported_rate": sup / n if n else None,
             "supported_precision": sup_right / sup if sup else None, "supported": sup}
 
 
-def pick_threshold(groups: dict[str, list[Question]], w: np.ndarray, target: float, min_support: int = 5) -> float:
-    """The lowest threshold at which every group's simulated supported precision reaches ``target``."""
-    for t in np.arange(0.30, 0.99, 0.01):
-        ok = True
-        for qs in groups.values():
-            r = simulate(qs, w, float(t))
-            if r["supported"] >= min_support and (r["supported_precision"] or 0.0) < target:
-                ok = False
+def pick_thresholds(questions: list[Question], model: Model, target: float, min_support: int = 5) -> None:
+    """Each fitted kind's threshold: the lowest at which the answers of that kind reach ``target`` precision
+    (over the questions whose best candidate is of that kind); never (1.01) where no threshold reaches it."""
+    best = [(q.routes[b], score, q.ys[b]) for q in questions if q.xs
+            for b, score in [_best(q, model)] if not q.gated[b]]
+    for kind, (w, _t) in list(model.items()):
+        mine = [(s, y) for k, s, y in best if k == kind]
+        chosen = 1.01
+        for t in np.arange(0.30, 0.99, 0.01):
+            above = [y for s, y in mine if s >= t]
+            if len(above) >= min_support and sum(above) / len(above) >= target:
+                chosen = round(float(t), 2)
                 break
-        if ok:
-            return round(float(t), 2)
-    return 0.99
+        model[kind] = (w, chosen)
 
 
-def pick_floor(questions: list[Question], w: np.ndarray, t: float, max_lost: float = 0.05) -> float:
+def pick_floor(questions: list[Question], model: Model, max_lost: float = 0.05) -> float:
     """The highest score under which the simulated answers are right at most ``max_lost`` of the time: below
     it the answer says the documents do not contain it (what was found is listed as related)."""
-    best = []
-    for q in questions:
-        if q.xs:
-            s = 1.0 / (1.0 + np.exp(-np.clip(np.array(q.xs) @ w, -30, 30)))
-            b = sorted(range(len(s)), key=lambda i: (q.gated[i], -s[i], i))[0]
-            best.append((float(s[b]), q.ys[b]))
+    best = [(score, q.ys[b]) for q in questions if q.xs for b, score in [_best(q, model)]]
     floor = 0.05
-    for f in np.arange(0.05, t, 0.01):
+    for f in np.arange(0.05, 0.5, 0.01):
         below = [y for s, y in best if s < f]
         if below and sum(below) / len(below) > max_lost:
             break
@@ -137,24 +166,26 @@ def pick_floor(questions: list[Question], w: np.ndarray, t: float, max_lost: flo
 def calibrate(paths: list[Path], out: Path, target: float = 0.9) -> dict:
     questions = [q for p in paths for q in load_questions(p)]
     fit_on = [q for q in questions if q.half == 0]
-    xs = np.array([x for q in fit_on for x, g in zip(q.xs, q.gated) if not g])
-    ys = np.array([y for q in fit_on for y, g in zip(q.ys, q.gated) if not g], dtype=float)
-    if len(xs) < 20 or ys.min() == ys.max():
-        raise ValueError(f"too few labelled candidates to fit ({len(xs)})")
-    w = fit(xs, ys)
-    by_source: dict[str, list[Question]] = {}
-    for q in fit_on:
-        by_source.setdefault(q.source, []).append(q)
-    t = pick_threshold(by_source, w, target)
-    floor = pick_floor(fit_on, w, t)
+    model: Model = {}
+    counts = Counter(r for q in fit_on for r, g in zip(q.routes, q.gated) if not g)
+    for kind, n in counts.items():
+        rows = [(x, y) for q in fit_on for x, y, g, r in zip(q.xs, q.ys, q.gated, q.routes) if not g and r == kind]
+        ys = np.array([y for _, y in rows], dtype=float)
+        if n < MIN_KIND or ys.min() == ys.max():
+            continue
+        model[kind] = (fit(np.array([x for x, _ in rows]), ys), PRIOR_THRESHOLD)
+    if not model:
+        raise ValueError("too few labelled candidates of any kind to fit")
+    pick_thresholds(fit_on, model, target)
+    floor = pick_floor(fit_on, model)
     report = {}
     for src in sorted({q.source for q in questions}):
         for half, name in ((0, "fitted"), (1, "held_out")):
             qs = [q for q in questions if q.source == src and q.half == half]
-            report[f"{Path(src).name}:{name}"] = simulate(qs, w, t)
-    result = {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t, "floor": floor, "target": target,
-              "source": f"fitted on half 0 of {', '.join(Path(p).name for p in paths)}",
-              "candidates": int(len(xs)), "report": report,
-              "routes": sorted(k for k, n in Counter(r for q in fit_on for r in q.routes).items() if n >= MIN_KIND)}
+            report[f"{Path(src).name}:{name}"] = simulate(qs, model)
+    kinds = {k: {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t,
+                 "candidates": counts[k]} for k, (w, t) in sorted(model.items())}
+    result = {"kinds": kinds, "floor": floor, "target": target,
+              "source": f"fitted on half 0 of {', '.join(Path(p).name for p in paths)}", "report": report}
     Path(out).write_text(json.dumps(result, indent=1) + "\n")
     return result

@@ -49,3 +49,32 @@ def ask_bi(env, tenant: str, question: str) -> dict:
 
     kb, deps, doc = env
     return make_bi_node(deps)(turn_input(tenant, question, "bi", [doc]))
+
+
+class _Cite(dict):
+    """A citation readable as c["quote"] and as c.quote."""
+    __getattr__ = dict.get
+
+
+def _get(a, key):
+    return a.get(key) if isinstance(a, dict) else getattr(a, key)
+
+
+def checked(a) -> bool:
+    """The answering route's own check held (a grounded BI program, a span verified in its sentence): what a
+    route's test asserts; whether it is `supported` is the calibrated verifier's call (app/data/verifier.json)."""
+    best = ((_get(a, "verdict") or {}).get("candidates") or [{}])[0]
+    return bool((best.get("features") or {}).get("check"))
+
+
+def rests_on(a) -> list:
+    """The quotes the answer rests on: its citations when supported, else the found answer's own (related)."""
+    if _get(a, "supported"):
+        return [_Cite(c if isinstance(c, dict) else c.model_dump()) for c in _get(a, "citations")]
+    best = ((_get(a, "verdict") or {}).get("candidates") or [{}])[0]
+    return [_Cite(c) for c in best.get("citations") or []]
+
+
+def statement(a) -> str:
+    """The answer's own text, without the "Not verified:" line and the related passages after it."""
+    return (_get(a, "answer") or "").split("\nNot verified:")[0]

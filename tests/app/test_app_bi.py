@@ -5,7 +5,7 @@ import pytest
 
 from ingest.samples import SAMPLE_FACTS
 
-from app_test_helpers import TENANT, passage_texts  # tests/app/app_test_helpers.py
+from app_test_helpers import TENANT, checked, passage_texts, rests_on  # tests/app/app_test_helpers.py
 
 INCOME = SAMPLE_FACTS["annual_report"]["income_statement"]
 SEGMENTS = SAMPLE_FACTS["segments"]
@@ -24,7 +24,7 @@ def sql_truth(service, sql):
 
 def test_revenue_by_year_equals_the_statement(sample_service):
     a = ask_bi(sample_service, "What was revenue in 2024 and 2023?")
-    assert a.supported and a.sql.upper().startswith("SELECT")
+    assert checked(a) and a.sql.upper().startswith("SELECT")
     assert a.rows == [["Revenue", INCOME["Revenue"][2024], INCOME["Revenue"][2023]]]
     assert a.rows == sql_truth(sample_service, a.sql)
     assert "63,918.7" in a.answer and "55,732.4" in a.answer
@@ -40,8 +40,8 @@ def test_growth_is_computed_in_sql(sample_service):
     assert label == "Net income (loss)" and (new, old) == (INCOME["Net income (loss)"][2024], INCOME["Net income (loss)"][2023])
     assert pct == pytest.approx(expected, abs=0.01)
     assert f"{expected:.2f}".rstrip("0") in a.answer
-    # "(loss)" is the label's alternative wording: "net income" names the row, so the answer is supported
-    assert a.supported and "Not verified" not in a.answer, a.answer
+    # "(loss)" is the label's alternative wording: "net income" names the row, so the program is grounded
+    assert checked(a), a.answer
 
 
 def test_segment_quarter_and_breakdown(sample_service):
@@ -60,7 +60,7 @@ def test_bi_citation_quotes_the_table_page(sample_service):
     a = ask_bi(sample_service, "What was operating income in 2022?")
     assert a.rows == [["Operating income (loss)", INCOME["Operating income (loss)"][2022]]]
     texts = passage_texts(sample_service)
-    c = a.citations[0]
+    c = rests_on(a)[0]
     assert c.filename == SAMPLE_FACTS["annual_report"]["filename"]
     assert c.page == SAMPLE_FACTS["annual_report"]["income_statement_page"]
     assert c.quote in texts[c.doc_id] and "Operating income" in c.quote
