@@ -15,8 +15,9 @@ General evidence only, as features of (frame, candidate):
   figure question);
 - ``check``, ``rank``, the route, the span's length, whether it is the document's opening.
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
-its span, a span from a document out of scope. The weights and the one threshold are calibrated on the dev
-sets (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision >= 0.9.
+its span, a span from a document out of scope. The weights and thresholds are calibrated on the dev sets per
+kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
+>= 0.9; a kind the dev sets have not measured is never supported.
 """
 from __future__ import annotations
 
@@ -60,16 +61,22 @@ class Calibration:
 PRIOR_CALIBRATION = Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
 
 
+NEVER = 1.01  # a threshold no probability reaches
+
+
 @dataclass(frozen=True)
 class Calibrations:
-    """Per kind of candidate (route:source), the fitted weights and threshold; the prior for kinds no dev data
-    was fitted on yet (the route's own check leads: no weight is invented for what was never measured)."""
+    """Per kind of candidate (route:source), the fitted weights and threshold. A kind the dev sets have not
+    measured yet (a model-written draft, a long-route summary) is scored by the prior but never supported:
+    `supported` is a promise only where it was measured. With no calibration file at all, the prior decides."""
     kinds: dict
     floor: float = PRIOR_FLOOR
     source: str = "prior"
 
     def for_kind(self, kind: str) -> Calibration:
-        return self.kinds.get(kind, PRIOR_CALIBRATION)
+        if kind in self.kinds:
+            return self.kinds[kind]
+        return Calibration(dict(PRIOR), NEVER, "not measured") if self.kinds else PRIOR_CALIBRATION
 
 
 @lru_cache(maxsize=4)

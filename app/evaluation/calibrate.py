@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.agent.verifier import FEATURES, PRIOR, PRIOR_THRESHOLD, candidate_kind
+from app.agent.verifier import FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, candidate_kind
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
@@ -95,7 +95,7 @@ def _prior_center() -> np.ndarray:
     return np.array([PRIOR[k] for k in FEATURES], dtype=float)
 
 
-Model = dict  # kind (route:source) -> (weights, threshold); kinds not in it keep the prior
+Model = dict  # kind (route:source) -> (weights, threshold); kinds not in it: the prior's score, never supported
 
 
 def _scores(q: Question, model: Model) -> np.ndarray:
@@ -114,8 +114,9 @@ def _best(q: Question, model: Model) -> tuple[int, float]:
 
 
 def _threshold(q: Question, b: int, model: Model) -> float:
+    """As the agent does (``Calibrations.for_kind``): a kind the fit did not measure is never supported."""
     kind = q.routes[b]
-    return model[kind][1] if kind in model else PRIOR_THRESHOLD
+    return model[kind][1] if kind in model else (NEVER if model else PRIOR_THRESHOLD)
 
 
 def simulate(questions: list[Question], model: Model) -> dict:
@@ -136,12 +137,12 @@ def simulate(questions: list[Question], model: Model) -> dict:
 
 def pick_thresholds(questions: list[Question], model: Model, target: float, min_support: int = 5) -> None:
     """Each fitted kind's threshold: the lowest at which the answers of that kind reach ``target`` precision
-    (over the questions whose best candidate is of that kind); never (1.01) where no threshold reaches it."""
+    (over the questions whose best candidate is of that kind); never (``NEVER``) where no threshold reaches it."""
     best = [(q.routes[b], score, q.ys[b]) for q in questions if q.xs
             for b, score in [_best(q, model)] if not q.gated[b]]
     for kind, (w, _t) in list(model.items()):
         mine = [(s, y) for k, s, y in best if k == kind]
-        chosen = 1.01
+        chosen = NEVER
         for t in np.arange(0.30, 0.99, 0.01):
             above = [y for s, y in mine if s >= t]
             if len(above) >= min_support and sum(above) / len(above) >= target:

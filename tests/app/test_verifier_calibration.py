@@ -1,0 +1,79 @@
+"""The verifier's calibration: each kind of candidate (route:source) gets its own weights and threshold, fitted
+on labelled candidates; a kind the fit did not measure, or whose answers never reach the precision target, is
+never supported. Real numpy fits on synthetic labelled candidates (no model needed)."""
+from __future__ import annotations
+
+import json
+import random
+
+from app.agent.verifier import FEATURES, NEVER, PRIOR_THRESHOLD, load_calibration
+from app.evaluation.calibrate import Question, fit, pick_thresholds, simulate
+
+import numpy as np
+
+
+def _x(**values) -> list[float]:
+    base = {"bias": 1.0, "check": 1.0, "rank": 1.0}
+    return [float({**base, **values}.get(k, 0.0)) for k in FEATURES]
+
+
+def _questions(kind: str, n: int, informative: bool, seed: int) -> list[Question]:
+    """One candidate per question; when informative, a right answer's span is similar to the question."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        right = rng.random() < 0.5
+        sim = (0.8 if right else 0.2) + rng.uniform(-0.15, 0.15) if informative else rng.random()
+        out.append(Question("set.json", "c", 0, [_x(sim=sim, cov=sim)], [right], [False], [kind]))
+    return out
+
+
+def _model(questions, kind):
+    xs = np.array([x for q in questions for x in q.xs])
+    ys = np.array([y for q in questions for y in q.ys], dtype=float)
+    return {kind: (fit(xs, ys), PRIOR_THRESHOLD)}
+
+
+def test_a_kind_whose_score_separates_right_from_wrong_gets_a_threshold_that_reaches_the_target():
+    qs = _questions("rag:clause", 200, informative=True, seed=1)
+    model = _model(qs, "rag:clause")
+    pick_thresholds(qs, model, target=0.9)
+    assert model["rag:clause"][1] < 1.0
+    sim = simulate(qs, model)
+    assert sim["supported_precision"] >= 0.9 and sim["supported"] >= 50, sim
+    held = _questions("rag:clause", 200, informative=True, seed=2)  # the same kind, new questions
+    assert simulate(held, model)["supported_precision"] >= 0.85
+
+
+def test_a_kind_whose_score_says_nothing_is_never_supported():
+    qs = _questions("bi:bi", 200, informative=False, seed=3)
+    model = _model(qs, "bi:bi")
+    pick_thresholds(qs, model, target=0.9)
+    assert model["bi:bi"][1] == NEVER
+    assert simulate(qs, model)["supported"] == 0
+
+
+def test_a_kind_the_fit_never_saw_is_never_supported_once_a_calibration_exists(tmp_path):
+    w = {k: 0.0 for k in FEATURES}
+    w["bias"] = 5.0  # would score 0.99 on anything
+    path = tmp_path / "verifier.json"
+    path.write_text(json.dumps({"kinds": {"rag:clause": {"weights": w, "threshold": 0.8}}, "floor": 0.2}))
+    cal = load_calibration(str(path))
+    assert cal.for_kind("rag:clause").threshold == 0.8
+    unseen = cal.for_kind("rag:model")  # a model-written draft: not measured on the dev sets
+    assert unseen.threshold > 1.0 and unseen.score({"bias": 1.0, "check": 1.0, "sim": 1.0}) < unseen.threshold
+    qs = _questions("rag:model", 30, informative=True, seed=4)
+    assert simulate(qs, {"rag:clause": (np.array([w[k] for k in FEATURES]), 0.8)})["supported"] == 0
+
+
+def test_without_a_calibration_file_the_prior_decides(tmp_path):
+    cal = load_calibration(str(tmp_path / "none.json"))
+    assert cal.for_kind("rag:clause").threshold == PRIOR_THRESHOLD
+
+
+def test_the_shipped_calibration_supports_only_kinds_it_measured():
+    cal = load_calibration()
+    assert cal.kinds, "app/data/verifier.json holds the fitted kinds"
+    for kind, c in cal.kinds.items():
+        assert set(c.weights) == set(FEATURES) and 0.3 <= c.threshold <= NEVER, kind
+    assert cal.for_kind("long:long").threshold == NEVER
