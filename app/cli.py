@@ -205,12 +205,14 @@ def calibrate_(
     results: list[Path] = typer.Argument(..., help="result JSON files written by lexicon eval (answers, not --retrieval-only)"),
     out: Path = typer.Option(Path(__file__).resolve().parent / "data" / "verifier.json", help="where the weights go"),
     target: float = typer.Option(0.9, help="supported precision to reach on every result file"),
+    kind: Optional[list[str]] = typer.Option(None, help="repeatable: refit only these kinds (route:source, e.g. "
+                                             "bi:bi) and keep the others as OUT has them"),
 ) -> None:
-    """Fit the verifier's weights and its one threshold on dev-set results (half the documents; the other half reported)."""
+    """Fit the verifier's weights and thresholds per kind of candidate on dev-set results (half the documents; the other half reported)."""
     from app.evaluation.calibrate import calibrate
 
     try:
-        result = calibrate(results, out, target)
+        result = calibrate(results, out, target, only=kind or None)
     except (ValueError, FileNotFoundError, KeyError) as exc:
         typer.echo(f"lexicon calibrate: {exc}", err=True)
         raise typer.Exit(2)

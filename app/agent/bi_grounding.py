@@ -50,13 +50,10 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
                 doubts.append(f"the row {row.label!r} is not clearly what the question names")
     want = content_words(entity_text(pq.phrase)) - GENERIC
     if want and not over_all_rows:
-        info = view.info
-        texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
-        explained = expanded_words(" ; ".join(texts + [info.title or "", getattr(info, "section", "") or ""]))
-        covered = len(want & explained) / len(want)
-        if covered < COVER:
-            left = ", ".join(sorted(want - explained))
-            doubts.append(f"the question's words {left!r} are not in the rows used")
+        left = want - _explained(view, prog)
+        prog.cover = 1.0 - len(left) / len(want)  # the verifier reads it as the answer's coverage
+        if prog.cover < COVER:
+            doubts.append(f"the question's words {', '.join(sorted(left))!r} are not in the rows used")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
     if pq.periods:
         if view.period_cols:
@@ -77,6 +74,12 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         doubts.append("a cell is empty")
     doubts += layout_doubts(view, rows)
     return doubts
+
+
+def _explained(view, prog) -> set[str]:
+    """The words (synonyms expanded) of the rows, columns, table title and section a program reads."""
+    texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
+    return expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
 
 
 def layout_doubts(view, rows: list) -> list[str]:

@@ -35,6 +35,7 @@ class Program:
     notes: list[str] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)  # why the cells may not be what was asked (empty: grounded)
     cond: Optional[tuple[str, float]] = None  # count: the operands meeting (comparison, threshold)
+    cover: float = 1.0  # share of the question's item words the rows, columns and title used explain
 
     @property
     def grounded(self) -> bool:

@@ -117,3 +117,42 @@ def entity_text(phrase: str) -> str:
     """The words that name line items: ``phrase`` without boilerplate and operation words."""
     t = _BOILER.sub(" ", phrase.replace("?", " "))
     return " ".join(t.split())
+
+
+# What a question asks to be computed, as families of operations, and what each program operation computes:
+# the verifier's check that a BI program does what was asked ("the change in the average", "the change (%)",
+# "the values ... respectively" are not answered by an average, a difference, a total).
+_ASKED = {
+    "average": _AVERAGE,
+    "change": re.compile(r"\b(change[sd]?|difference|differ|increase[sd]?|decrease[sd]?|decline[sd]?|growth|grew|"
+                         r"rise|rose|fell|drop(?:ped)?|variance|movement)\b", re.I),
+    "percent": _PERCENT,
+    "ratio": re.compile(r"\b(?:ratio|proportion|percentage|percent|share|portion|fraction|%)\s+of\b|\bas an? "
+                        r"(?:percentage|percent|proportion|share|ratio|fraction)\b|\bwhat percent(?:age)?\b|"
+                        r"\bdivided by\b", re.I),  # bare "ratio" names a line item ("net debt to EBITDA ratio")
+    "sum": re.compile(r"\b(?:sum|combined|altogether|aggregate|add(?:ed)? up)\b|\bin total\s*(?:[?.,;]|$)", re.I),
+    "list": re.compile(r"\brespective(?:ly)?\b", re.I),
+}
+COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change", "percent"},
+            "average": {"average"}, "sum": {"sum"}, "ratio": {"ratio", "percent"}, "max": set(), "min": set(),
+            "count": set()}
+
+
+def operations_asked(question: str) -> set[str]:
+    """The families of operations ``question`` names; "percent" only beside a change (a percentage looked up
+    or divided out needs no operation of its own), "weighted average" names a line item."""
+    body = _WEIGHTED.sub("weighted_avg", " ".join(question.split()))
+    found = {name for name, rx in _ASKED.items() if rx.search(body)}
+    if "ratio" in found:
+        found.discard("percent")
+    if "change" not in found:
+        found.discard("percent")
+    return found
+
+
+def operation_unmet(question: str, op: str) -> set[str]:
+    """The families ``question`` asks for that program operation ``op`` does not compute (empty when it does,
+    or when ``op`` is not a program operation: a metric formula, a model's SQL)."""
+    if op not in COMPUTES:
+        return set()
+    return operations_asked(question) - COMPUTES[op]

@@ -128,7 +128,8 @@ def make_bi_node(deps: AgentDeps):
             needles = list(dict.fromkeys(leaf.row.label for leaf in prog.all_leaves if leaf.table is t))
             citations += table_citation(deps.kb, state["tenant"], t, needles)
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text, "chart": None,
-                "citations": citations, "supported": prog.grounded}
+                "citations": citations, "supported": prog.grounded, "op": "metric",
+                "cover": getattr(prog, "cover", 1.0)}
 
     def run_program(state: AgentState, prog: Program) -> Optional[dict]:
         if getattr(prog, "kind", "") == "metric":
@@ -155,7 +156,8 @@ def make_bi_node(deps: AgentDeps):
             text += "\nNot verified: " + "; ".join(prog.doubts) + "."
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,
                 "chart": chart_spec(prog, columns, rows, table.title),
-                "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": prog.grounded}
+                "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": prog.grounded,
+                "op": prog.op, "cover": prog.cover}
 
     def bi(state: AgentState, config=None) -> dict:
         try:

@@ -24,7 +24,7 @@ def why_not(verdict) -> str:
     if verdict.threshold > 1:
         return "answers of this kind are not yet shown to reach the verifier's precision target on the dev sets"
     return f"the verifier's confidence {verdict.score:.2f} is under its threshold {verdict.threshold:.2f}"
-EXTRAS = ("sql", "columns", "rows", "chart")
+EXTRAS = ("sql", "columns", "rows", "chart", "op", "cover")
 
 
 def as_candidate(out: dict, route: str, source: str, rank: int = 0, **more) -> dict:

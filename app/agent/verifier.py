@@ -15,7 +15,9 @@ General evidence only, as features of (frame, candidate):
   figure question);
 - ``check``, ``rank``, the route, the span's length, whether it is the document's opening.
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
-its span, a span from a document out of scope. The weights and thresholds are calibrated on the dev sets per
+its span, a span from a document out of scope, a BI program that does not compute the operation asked ("the
+change in the average" answered by an average). A BI program's ``cov`` is the share of the question's item words
+its rows, columns and title explain (``bi_grounding``). The weights and thresholds are calibrated on the dev sets per
 kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
 >= 0.9; a kind the dev sets have not measured is never supported.
 """
@@ -31,6 +33,7 @@ from typing import Optional
 
 import numpy as np
 
+from app.agent.bi_question import operation_unmet
 from app.agent.text_terms import key_words
 from app.agent.verify import AMOUNT, DATE, DURATION, FIGURE, answer_in_span, has_slot
 
@@ -172,8 +175,13 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
     if asked and span and candidate.get("route") == "rag" and not stated(asked, span):
         gates.append(f"no {asked} stated, and the question asks for one")
+    if candidate.get("route") == "bi" and frame is not None:
+        unmet = operation_unmet(frame.query, candidate.get("op") or "")
+        if unmet:
+            gates.append(f"the question asks for {' and '.join(sorted(unmet))}, which the program does not compute")
+    cover = candidate.get("cover")  # a BI program: the share of the item words its rows and columns explain
     x = {"bias": 1.0, "check": 1.0 if candidate.get("check") else 0.0, "sim": sim, "sim_kind": sim_kind,
-         "cov": _cov(words, f"{sections} {span}"),
+         "cov": float(cover) if cover is not None else _cov(words, f"{sections} {span}"),
          "slot": (1.0 if has_slot(slot, span) else 0.0) if slot else 0.5,
          "rank": 1.0 / (1.0 + float(candidate.get("rank") or 0)),
          "opening": 1.0 if candidate.get("opening") and slot not in ("parties", "date") else 0.0,

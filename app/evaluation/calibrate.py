@@ -16,6 +16,7 @@ from collections import Counter
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -164,29 +165,50 @@ def pick_floor(questions: list[Question], model: Model, max_lost: float = 0.05) 
     return round(floor, 2)
 
 
-def calibrate(paths: list[Path], out: Path, target: float = 0.9) -> dict:
+def _kept(out: Path, refit: set[str]) -> tuple[Model, dict, list[str]]:
+    """The kinds of an existing calibration that are not refitted: (model, their entries, its sources)."""
+    if not Path(out).exists():
+        return {}, {}, []
+    data = json.loads(Path(out).read_text())
+    entries = {k: e for k, e in (data.get("kinds") or {}).items() if k not in refit}
+    model = {k: (np.array([float(e["weights"].get(f, 0.0)) for f in FEATURES]), float(e["threshold"]))
+             for k, e in entries.items()}
+    return model, entries, [data["source"]] if data.get("source") else []
+
+
+def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[list[str]] = None) -> dict:
+    """Fit every kind seen often enough in ``paths``; with ``only``, fit those kinds and keep the others as
+    ``out`` has them (e.g. BI programs refitted on new TAT-QA results, clause quotes kept from CUAD's)."""
     questions = [q for p in paths for q in load_questions(p)]
     fit_on = [q for q in questions if q.half == 0]
-    model: Model = {}
+    model, kept, sources = _kept(out, set(only)) if only else ({}, {}, [])
     counts = Counter(r for q in fit_on for r, g in zip(q.routes, q.gated) if not g)
     for kind, n in counts.items():
+        if only and kind not in only:
+            continue
         rows = [(x, y) for q in fit_on for x, y, g, r in zip(q.xs, q.ys, q.gated, q.routes) if not g and r == kind]
         ys = np.array([y for _, y in rows], dtype=float)
         if n < MIN_KIND or ys.min() == ys.max():
             continue
         model[kind] = (fit(np.array([x for x, _ in rows]), ys), PRIOR_THRESHOLD)
-    if not model:
+    if not set(model) - set(kept):
         raise ValueError("too few labelled candidates of any kind to fit")
-    pick_thresholds(fit_on, model, target)
+    fitted = {k: v for k, v in model.items() if k not in kept}
+    pick_thresholds(fit_on, fitted, target)
+    model.update(fitted)
     floor = pick_floor(fit_on, model)
+    if only and Path(out).exists():  # the floor was picked over every kind: a partial refit keeps it
+        floor = float(json.loads(Path(out).read_text()).get("floor", floor))
     report = {}
     for src in sorted({q.source for q in questions}):
         for half, name in ((0, "fitted"), (1, "held_out")):
             qs = [q for q in questions if q.source == src and q.half == half]
             report[f"{Path(src).name}:{name}"] = simulate(qs, model)
-    kinds = {k: {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t,
-                 "candidates": counts[k]} for k, (w, t) in sorted(model.items())}
+    kinds = {k: kept.get(k) or {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t,
+                                "candidates": counts[k], "fitted_on": [Path(p).name for p in paths]}
+             for k, (w, t) in sorted(model.items())}
+    source = f"fitted on half 0 of {', '.join(Path(p).name for p in paths)}"
     result = {"kinds": kinds, "floor": floor, "target": target,
-              "source": f"fitted on half 0 of {', '.join(Path(p).name for p in paths)}", "report": report}
+              "source": "; ".join(sources + [source + (f" ({', '.join(only)})" if only else "")]), "report": report}
     Path(out).write_text(json.dumps(result, indent=1) + "\n")
     return result

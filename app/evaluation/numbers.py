@@ -99,8 +99,12 @@ def answer_number(text: str, gold: Optional[Number] = None) -> Optional[Number]:
         after = parse_numbers(text.rsplit("=", 1)[1])
         if after:
             return after[0]
-    nums = parse_numbers(text)
     keep_years = gold is not None and is_year(gold)
+    if re.search(r":\s*[-−$(]?\d", text):  # "Label (see Note 16), 2018: 64,858": the value follows the colon
+        after = [n for n in parse_numbers(text.rsplit(":", 1)[1]) if keep_years or not is_year(n)]
+        if after:
+            return after[0]
+    nums = parse_numbers(text)
     for n in nums:
         if keep_years or not is_year(n):
             return n

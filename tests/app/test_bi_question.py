@@ -29,3 +29,20 @@ def test_instructions_are_dropped_and_definitions_rewritten():
     assert "percentage change in revenue" in r.question and "round" not in r.question
     r = read("What is the gross margin in 2019?")  # a row may be named so: the usual definition only as fallback
     assert r.question == "What is the gross margin in 2019?" and "gross profit to revenue" in r.fallback
+
+
+def test_the_operations_a_question_asks_and_what_a_program_leaves_undone():
+    from app.agent.bi_question import operation_unmet, operations_asked
+
+    assert operations_asked("What is the change in the average total current tax expense?") == {"average", "change"}
+    assert operation_unmet("What is the change in the average total current tax expense?", "average") == {"change"}
+    assert operation_unmet("What is the change (%) for order intake between 2018 and 2019?", "difference") == {"percent"}
+    assert operation_unmet("What is the change (%) for order intake between 2018 and 2019?", "pct_change") == set()
+    assert operation_unmet("What are the values of raw materials in 2018 and 2019 respectively?", "sum") == {"list"}
+    assert operation_unmet("What are the values of raw materials in 2018 and 2019 respectively?", "lookup") == set()
+    # words that name a line item are not operations
+    assert operation_unmet("What was the change in Total operating income in 2019 from 2018?", "difference") == set()
+    assert operation_unmet("In which year was the net debt to EBITDA ratio larger?", "max") == set()
+    assert operation_unmet("What was the increase in the weighted average shares outstanding?", "difference") == set()
+    assert operation_unmet("What percentage of revenue was services in 2019?", "ratio") == set()
+    assert operation_unmet("What is the average of X?", "metric") == set()  # a formula: not judged here

@@ -77,3 +77,35 @@ def test_the_shipped_calibration_supports_only_kinds_it_measured():
     for kind, c in cal.kinds.items():
         assert set(c.weights) == set(FEATURES) and 0.3 <= c.threshold <= NEVER, kind
     assert cal.for_kind("long:long").threshold == NEVER
+
+
+def test_a_bi_program_that_does_not_compute_what_was_asked_is_gated():
+    from app.agent.frame import QuestionFrame
+    from app.agent.verifier import features
+
+    q = "What is the change in the average defined benefit expense between 2018 and 2019?"
+    frame = QuestionFrame(q, q, "comparison", ask="amount", years=["2018", "2019"])
+    cand = {"answer": "Average of Defined benefit expense, 2019, 2018: (166 + 178) / 2 = 172.",
+            "citations": [{"quote": "Defined benefit expense 166 178", "doc_id": "d1"}], "route": "bi",
+            "source": "bi", "rank": 0, "check": True, "op": "average", "cover": 0.75}
+    x, gates = features(frame, cand, 0.6, 0.6)
+    assert any("change" in g for g in gates), gates
+    assert x["cov"] == 0.75  # a program's coverage is its rows' and columns' share of the item words
+    _x, gates = features(frame, dict(cand, op="difference"), 0.6, 0.6)  # neither computes both
+    assert any("average" in g for g in gates), gates
+    q2 = "What is the change in the defined benefit expense between 2018 and 2019?"
+    _x, gates = features(QuestionFrame(q2, q2, "comparison", ask="amount"), dict(cand, op="difference"), 0.6, 0.6)
+    assert not any("compute" in g for g in gates), gates
+
+
+def test_a_partial_refit_keeps_the_other_kinds(tmp_path):
+    from app.evaluation.calibrate import _kept
+
+    w = {k: 0.5 for k in FEATURES}
+    out = tmp_path / "verifier.json"
+    out.write_text(json.dumps({"kinds": {"rag:clause": {"weights": w, "threshold": 0.88, "candidates": 500},
+                                         "bi:bi": {"weights": w, "threshold": NEVER, "candidates": 60}},
+                               "floor": 0.17, "source": "cuad"}))
+    model, entries, sources = _kept(out, {"bi:bi"})
+    assert set(model) == {"rag:clause"} and model["rag:clause"][1] == 0.88 and sources == ["cuad"]
+    assert list(model["rag:clause"][0]) == [0.5] * len(FEATURES)
