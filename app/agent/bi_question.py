@@ -130,7 +130,7 @@ _ASKED = {
     "ratio": re.compile(r"\b(?:ratio|proportion|percentage|percent|share|portion|fraction|%)\s+of\b|\bas an? "
                         r"(?:percentage|percent|proportion|share|ratio|fraction)\b|\bwhat percent(?:age)?\b|"
                         r"\bdivided by\b", re.I),  # bare "ratio" names a line item ("net debt to EBITDA ratio")
-    "sum": re.compile(r"\b(?:sum|combined|altogether|aggregate|add(?:ed)? up)\b|\bin total\s*(?:[?.,;]|$)", re.I),
+    "sum": re.compile(r"\b(?:sum|combined|altogether|aggregate|add(?:ed)? up)\b", re.I),  # "in total": a total row
     "list": re.compile(r"\brespective(?:ly)?\b", re.I),
 }
 COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change", "percent"},
