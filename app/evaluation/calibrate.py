@@ -197,9 +197,12 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[
     pick_thresholds(fit_on, fitted, target)
     model.update(fitted)
     floor = pick_floor(fit_on, model)
+    earlier: dict = {}
     if only and Path(out).exists():  # the floor was picked over every kind: a partial refit keeps it
-        floor = float(json.loads(Path(out).read_text()).get("floor", floor))
-    report = {}
+        old = json.loads(Path(out).read_text())
+        floor, earlier = float(old.get("floor", floor)), old.get("report") or {}
+    report = {(k if k.endswith("(earlier fit)") else f"{k} (earlier fit)"): v for k, v in earlier.items()
+              if not any(k.startswith(Path(p).name + ":") for p in paths)}  # as reported when last fitted
     for src in sorted({q.source for q in questions}):
         for half, name in ((0, "fitted"), (1, "held_out")):
             qs = [q for q in questions if q.source == src and q.half == half]
