@@ -23,6 +23,7 @@ joined. Two guards stay behind it for a worker that still does not end:
 """
 from __future__ import annotations
 
+import _imp
 import atexit
 import ctypes
 import logging
@@ -67,12 +68,33 @@ def compile_thread(chat_model) -> threading.Thread | None:
 
 
 def stop_thread(thread: threading.Thread | None, timeout_s: float = 60.0) -> bool:
-    """End ``thread`` with a ``SystemExit`` raised at its next Python instruction, and join it; whether it ended."""
+    """End ``thread`` with a ``SystemExit`` raised at its next Python instruction, and join it; whether it ended.
+
+    Never while an import is under way: an exception raised inside importlib's bootstrap, between taking the
+    import lock and the ``try`` that releases it, leaves the lock held by a thread that no longer exists, and
+    the next import anywhere waits for ever (seen: 1 run in 3 of the exit test hung at exit, in dynamo's atexit
+    ``dump_compile_times`` importing ``tabulate``). So the exception is raised when no import holds the lock,
+    and dynamo's atexit hook, which only logs compile times and imports at exit, is taken off."""
     if thread is None or not thread.is_alive():
         return True
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(SystemExit))
-    thread.join(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while thread.is_alive() and time.monotonic() < deadline:
+        if _imp.lock_held():  # an import is under way (in any thread): wait for it to end
+            time.sleep(0.001)
+            continue
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(SystemExit))
+        thread.join(0.5)
+        if thread.is_alive():  # not yet at a Python instruction: take the exception back, try again
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
+    _drop_dynamo_exit_log()
     return not thread.is_alive()
+
+
+def _drop_dynamo_exit_log() -> None:
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    hook = getattr(dynamo, "dump_compile_times", None)
+    if hook is not None:
+        atexit.unregister(hook)
 
 
 def finish(code: int, wait_s: float = 2.0) -> int:

@@ -87,8 +87,10 @@ def stream_final_text(text: str) -> None:
 
 
 def scratch_of(config) -> dict:
-    """The run's scratch (not checkpointed): the BI plan the frame built, the time budget's deadline."""
-    return ((config or {}).get("configurable") or {}).get("scratch") or {}
+    """The run's scratch (not checkpointed): the BI plan the frame built, the time budget's deadline. The
+    run's own dict, empty or not (an empty one is where the frame writes; a fresh ``{}`` would lose it)."""
+    scratch = ((config or {}).get("configurable") or {}).get("scratch")
+    return scratch if scratch is not None else {}
 
 
 def past_budget(config, share: float = 1.0) -> bool:

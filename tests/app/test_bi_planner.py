@@ -170,3 +170,28 @@ def test_routing_decides_by_a_confident_plan(env):
     assert route_of("How did gross profit change in 2019 compared to 2018?") == "bi"
     assert route_of("Why did net sales grow in 2019?") == "rag"
     assert route_of("What do customers buy?") == "rag"
+
+
+def test_the_plan_is_made_once_per_question_and_the_run_keeps_its_deadline(env, monkeypatch):
+    """The frame's plan and the time budget live in the run's scratch (an empty dict when the run starts):
+    the BI node runs the frame's plan, never plans again."""
+    from app.agent import bi_planner, nodes_bi
+    from app.agent.graph import build_graph
+    from app.agent.state import turn_input
+
+    kb, deps, docs = env
+    calls = []
+    real = bi_planner.plan_question
+
+    def counted(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(bi_planner, "plan_question", counted)
+    monkeypatch.setattr(nodes_bi, "plan_question", counted, raising=False)
+    scratch: dict = {}
+    config = {"configurable": {"thread_id": "plan-once", "scratch": scratch}}
+    out = build_graph(deps).invoke(turn_input(TENANT, "What was the change in net sales from 2018 to 2019?", "auto",
+                                              [docs["acme"]]), config)
+    assert out["route"] == "bi" and len(calls) == 1, calls
+    assert scratch.get("bi_plan") is not None and scratch["deadline"] > scratch["started"]
