@@ -88,7 +88,9 @@ def build_graph(deps: AgentDeps, checkpointer=None):
         out = bi_node(state, config)
         if out.get("route") != "bi":
             return out  # handed over to RAG, with the reason
-        return {"route": "bi", "candidates": [as_candidate(out, "bi", "bi")]}
+        # a formula metric (DPO, margins, turnover) is its own kind of candidate: calibrated apart from table programs
+        source = "metric" if out.get("op") == "metric" else "bi"
+        return {"route": "bi", "candidates": [as_candidate(out, "bi", source)]}
 
     def read_long(state: AgentState, config: RunnableConfig) -> dict:
         out = long_node(state, config)

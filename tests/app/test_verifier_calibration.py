@@ -77,6 +77,7 @@ def test_the_shipped_calibration_supports_only_kinds_it_measured():
     for kind, c in cal.kinds.items():
         assert set(c.weights) == set(FEATURES) and 0.3 <= c.threshold <= NEVER, kind
     assert cal.for_kind("long:long").threshold == NEVER
+    assert cal.for_kind("bi:metric").threshold == NEVER  # formula metrics: not measured apart yet
 
 
 def test_a_bi_program_that_does_not_compute_what_was_asked_is_gated():
