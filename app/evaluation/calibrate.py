@@ -27,6 +27,7 @@ from app.evaluation.scoring import score
 
 
 CHECK = FEATURES.index("check")
+PRIOR_W = np.array([PRIOR[k] for k in FEATURES], dtype=float)  # the start, and what the L2 pulls towards
 MIN_KIND = 20  # candidates of a kind (route:source) the fit must see before its weights apply to that kind
 
 
@@ -74,12 +75,12 @@ def load_questions(path: Path) -> list[Question]:
 def fit(xs: np.ndarray, ys: np.ndarray, l2: float = 1.0, iters: int = 100) -> np.ndarray:
     """Logistic regression by damped Newton steps from the prior; L2 on every weight (lightly on the bias), so
     a feature that is constant within a kind (the route flag, a check that always holds) stays bounded."""
-    w = np.array([PRIOR[k] for k in FEATURES], dtype=float)
+    w = PRIOR_W.copy()
     reg = np.full(len(FEATURES), l2)
     reg[0] = 0.1
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-np.clip(xs @ w, -30, 30)))
-        grad = xs.T @ (p - ys) + reg * (w - _prior_center())
+        grad = xs.T @ (p - ys) + reg * (w - PRIOR_W)
         hess = (xs * (p * (1 - p))[:, None]).T @ xs + np.diag(reg)
         step = np.linalg.solve(hess, grad)
         norm = np.linalg.norm(step)
@@ -91,19 +92,13 @@ def fit(xs: np.ndarray, ys: np.ndarray, l2: float = 1.0, iters: int = 100) -> np
     return w
 
 
-def _prior_center() -> np.ndarray:
-    """What the L2 pulls towards: the prior, so a kind with little data stays near the hand-set weights."""
-    return np.array([PRIOR[k] for k in FEATURES], dtype=float)
-
-
 Model = dict  # kind (route:source) -> (weights, threshold); kinds not in it: the prior's score, never supported
 
 
 def _scores(q: Question, model: Model) -> np.ndarray:
-    prior = np.array([PRIOR[k] for k in FEATURES])
     out = []
     for x, kind in zip(q.xs, q.routes):
-        w = model[kind][0] if kind in model else prior
+        w = model[kind][0] if kind in model else PRIOR_W
         out.append(1.0 / (1.0 + np.exp(-np.clip(np.dot(x, w), -30, 30))))
     return np.array(out)
 
@@ -165,11 +160,19 @@ def pick_floor(questions: list[Question], model: Model, max_lost: float = 0.05) 
     return round(floor, 2)
 
 
+def _read(out: Path) -> dict:
+    """An existing calibration file ({} when there is none)."""
+    return json.loads(Path(out).read_text()) if Path(out).exists() else {}
+
+
 def _kept(out: Path, refit: set[str]) -> tuple[Model, dict, list[str]]:
     """The kinds of an existing calibration that are not refitted: (model, their entries, its sources)."""
-    if not Path(out).exists():
+    return _kept_from(_read(out), refit)
+
+
+def _kept_from(data: dict, refit: set[str]) -> tuple[Model, dict, list[str]]:
+    if not data:
         return {}, {}, []
-    data = json.loads(Path(out).read_text())
     entries = {k: e for k, e in (data.get("kinds") or {}).items() if k not in refit}
     model = {k: (np.array([float(e["weights"].get(f, 0.0)) for f in FEATURES]), float(e["threshold"]))
              for k, e in entries.items()}
@@ -181,7 +184,8 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[
     ``out`` has them (e.g. BI programs refitted on new TAT-QA results, clause quotes kept from CUAD's)."""
     questions = [q for p in paths for q in load_questions(p)]
     fit_on = [q for q in questions if q.half == 0]
-    model, kept, sources = _kept(out, set(only)) if only else ({}, {}, [])
+    old = _read(out) if only else {}  # a partial refit keeps the other kinds, the floor and the earlier report
+    model, kept, sources = _kept_from(old, set(only)) if only else ({}, {}, [])
     counts = Counter(r for q in fit_on for r, g in zip(q.routes, q.gated) if not g)
     for kind, n in counts.items():
         if only and kind not in only:
@@ -197,10 +201,9 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[
     pick_thresholds(fit_on, fitted, target)
     model.update(fitted)
     floor = pick_floor(fit_on, model)
-    earlier: dict = {}
-    if only and Path(out).exists():  # the floor was picked over every kind: a partial refit keeps it
-        old = json.loads(Path(out).read_text())
-        floor, earlier = float(old.get("floor", floor)), old.get("report") or {}
+    if old:  # the floor was picked over every kind: a partial refit keeps it
+        floor = float(old.get("floor", floor))
+    earlier = old.get("report") or {}
     report = {(k if k.endswith("(earlier fit)") else f"{k} (earlier fit)"): v for k, v in earlier.items()
               if not any(k.startswith(Path(p).name + ":") for p in paths)}  # as reported when last fitted
     for src in sorted({q.source for q in questions}):
