@@ -129,7 +129,7 @@ def make_bi_node(deps: AgentDeps):
             citations += table_citation(deps.kb, state["tenant"], t, needles)
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text, "chart": None,
                 "citations": citations, "supported": prog.grounded, "op": "metric",
-                "cover": getattr(prog, "cover", 1.0)}
+                "cover": 1.0}  # a formula is grounded term by term (bi_metric_program), not by item-word share
 
     def run_program(state: AgentState, prog: Program) -> Optional[dict]:
         if getattr(prog, "kind", "") == "metric":

@@ -24,6 +24,8 @@ def why_not(verdict) -> str:
     if verdict.threshold > 1:
         return "answers of this kind are not yet shown to reach the verifier's precision target on the dev sets"
     return f"the verifier's confidence {verdict.score:.2f} is under its threshold {verdict.threshold:.2f}"
+
+
 EXTRAS = ("sql", "columns", "rows", "chart", "op", "cover")
 
 
