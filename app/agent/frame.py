@@ -96,10 +96,15 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
     scope, cs = sc, sc.company
     query = scope.query or question
     asked = ask_of(query)
-    kind = _clause_kind(kbt, query, taxonomy)
+    kind, strong = _clause_kind(kbt, query, taxonomy)
     rd = read_instructions(question)
     pq = parse_question(rd.question)
     long = wants_long(question)
+    planned, why_not = False, ""
+    if mode in ("auto", "bi") and (not kind or not strong) and not long:
+        planned, why_not = _plan_once(kbt, question, doc_ids, cs, scratch)
+        if planned:  # a kind named by one word ("audit fees") is a line item the tables hold, not a clause
+            kind = None
     comparison = pq.op in ("difference", "pct_change", "ratio", "max", "min") and not kind
     frame = QuestionFrame(
         question=question, query=query,
@@ -109,8 +114,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         instructions={"definition": rd.definition, "statements": rd.statements, "fallback": rd.fallback},
         doc_ids=scope.doc_ids if scope.doc_ids is not None else doc_ids,
         companies=list(cs.matched), wants_long=long)
-    if mode in ("auto", "bi") and not kind and not long:
-        frame.bi_planned, frame.bi_reason = _plan_once(kbt, question, doc_ids, cs, scratch)
+    if not kind:
+        frame.bi_planned, frame.bi_reason = planned, why_not
     frame.read_s = round(time.perf_counter() - t0, 4)
     return frame
 
@@ -148,10 +153,11 @@ def _missing_documents(kbt, question: str, doc_ids) -> str:
 
 
 def _clause_kind(kbt, query: str, taxonomy=None):
-    """The taxonomy's kind the asking part names (the tenant's playbook merged over the built-in kinds)."""
+    """(the taxonomy's kind the asking part names, or None; whether the reading is strong). The tenant's
+    playbook is merged over the built-in kinds."""
     from app.agent.clauses.playbook import taxonomy_for
 
-    return (taxonomy or taxonomy_for(kbt.kb, kbt.tenant)).match(query)
+    return (taxonomy or taxonomy_for(kbt.kb, kbt.tenant)).reading(query)
 
 
 def plan_of(config: Any):

@@ -91,3 +91,26 @@ def test_long_table_year_and_metric_columns(sample_service, tmp_path):
     assert g.rows[0][3] == pytest.approx(round((1250000 / 1100000 - 1) * 100, 2))
     assert sample_service.kpis("long-tenant")[0]["value"] == 1250000
     assert sample_service.ask(TENANT, "What was the revenue in each year?", mode="bi").rows[0][0] == "Revenue"
+
+
+def test_a_line_item_named_by_a_clause_kinds_word_is_answered_from_the_table(sample_service, tmp_path):
+    """"audit" names the clause kind audit rights by one word; a table with an "Audit fees" row answers the
+    question as a figure, while a question naming the kind in full is still a clause question."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Principal accountant fees"
+    ws.append(["Fee category", "2023", "2022"])
+    for row in [("Audit fees", 1840, 1710), ("Audit-related fees", 120, 95), ("Tax fees", 310, 288)]:
+        ws.append(list(row))
+    wb.save(tmp_path / "accountant_fees.xlsx")
+    assert sample_service.ingest_paths("fees-tenant", [tmp_path / "accountant_fees.xlsx"])["failed"] == 0
+    a = sample_service.ask("fees-tenant", "What were the audit fees in 2023?")
+    assert a.route == "bi" and a.rows[0][-1] == 1840, a
+    from app.agent.frame import read_question
+
+    kbt = sample_service.kb.for_tenant("fees-tenant")
+    frame = read_question(kbt, "Does the agreement give audit rights over the books and records?", scratch={})
+    assert frame.clause_kind == "audit rights" and not frame.bi_planned
+    assert read_question(kbt, "What were the audit fees in 2023?", scratch={}).clause_kind is None

@@ -123,6 +123,17 @@ def test_questions_name_their_kind_and_an_unknown_kind_is_none():
     assert len(mine) == 21 and len(tax) == 20  # the built-ins are not changed by a tenant's kinds
 
 
+def test_a_kind_named_by_one_word_is_a_weak_reading():
+    from app.agent.clauses.taxonomy import get_taxonomy
+
+    tax = get_taxonomy()
+    kind, strong = tax.reading("Which party has audit rights over the books?")
+    assert kind.name == "audit rights" and strong
+    kind, strong = tax.reading("What were the audit fees in 2019?")  # a line item's word, maybe a clause
+    assert kind.name == "audit rights" and not strong
+    assert tax.reading("What happens if a party goes bankrupt?") == (None, False)
+
+
 def test_a_kind_added_only_as_data_finds_its_whole_numbered_section(kb):
     from app.agent.clauses.finder import find_units
     from app.agent.clauses.taxonomy import get_taxonomy, kind_from_dict

@@ -30,6 +30,7 @@ SLOTS = ("jurisdiction", "duration", "amount", "parties", "date", "clause")
 MAX_NAME = 80
 MAX_TEXT = 600
 MIN_COSINE, MARGIN = 0.55, 0.05  # embedder fallback: how near a description must be, and how far ahead
+STRONG = 2.5  # a match score from a phrase of two words or more; one word ("audit") is a weak reading
 # words that name no clause kind on their own (a question's frame: "what", "the agreement", "a party")
 FRAME_WORDS = {"agreement", "agreements", "contract", "contracts", "party", "parties'", "clause", "clauses",
                "section", "sections", "provision", "provisions", "document", "say", "says", "state", "states"}
@@ -209,10 +210,18 @@ class Taxonomy:
 
     def match(self, question: str, embedder=None) -> Optional[ClauseKind]:
         """The kind ``question`` (its asking part) asks about, or None."""
+        kind, _ = self.reading(question, embedder)
+        return kind
+
+    def reading(self, question: str, embedder=None) -> tuple[Optional[ClauseKind], bool]:
+        """(the kind asked about or None, whether the reading is strong: named by a phrase of two words or
+        more). One word ("What were the audit fees?") may name a kind or be a line item's word; the caller
+        weighs a weak reading against what else answers the question."""
         scored = self.match_scores(question)
         if scored:
-            return scored[0][1]
-        return self._nearest(question, embedder) if embedder is not None else None
+            return scored[0][1], scored[0][0] >= STRONG
+        kind = self._nearest(question, embedder) if embedder is not None else None
+        return kind, False
 
     def _nearest(self, question: str, embedder) -> Optional[ClauseKind]:
         import numpy as np
