@@ -72,6 +72,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
             doubts.append("the question names no period; the newest column was taken")
     if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
         doubts.append("a cell is empty")
+    doubts += column_doubts(view, pq, prog)
     doubts += layout_doubts(view, rows)
     return doubts
 
@@ -80,6 +81,29 @@ def _explained(view, prog) -> set[str]:
     """The words (synonyms expanded) of the rows, columns, table title and section a program reads."""
     texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
     return expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
+
+
+def column_doubts(view, pq: ParsedQuestion, prog) -> list[str]:
+    """A period read from one of several columns of that period ("As reported" / "Without adoption of ASC
+    606", "Amount" / "Per share") that the question does not tell apart: the column taken is a guess."""
+    words = expanded_words(pq.phrase)
+    used = {id(o.col) for o in prog.operands}
+    rows = list({id(o.row): o.row for o in prog.operands}.values())
+    out = []
+    for col in {id(o.col): o.col for o in prog.operands}.values():
+        if col.period is None:
+            continue
+        same = [c for c in view.period_cols if id(c) not in used and c.period == col.period
+                and c.months == col.months and c.percent == col.percent
+                and any(r.cells.get(c.key) is not None and r.cells[c.key].value is not None for r in rows)]
+        if not same:
+            continue
+        named = len(content_words(col.title) & words)
+        if any(len(content_words(c.title) & words) >= named for c in same):
+            titles = ", ".join(repr(c.title) for c in [col, *same][:3])
+            out.append(f"{col.period.label()} has several columns ({titles}) and the question names none of them")
+            break
+    return out
 
 
 def layout_doubts(view, rows: list) -> list[str]:

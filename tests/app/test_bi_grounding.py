@@ -166,3 +166,28 @@ def test_the_statement_named_as_the_source_is_read_even_where_its_label_says_mor
     assert out["rows"] == [["Merchandise inventories", 5409.0]] and out["supported"] is True, out
     out = ask_bi(notes_env, "bi-notes", "What was inventory in fiscal 2019?")
     assert out["rows"] == [["Inventory", -194.0]], out  # no statement named: the exact label
+
+
+ADOPTION = """<html><body><h1>Borealis Inc annual report 2019</h1>
+<p>Impact of the adoption of the new revenue standard on the statement of operations (in thousands)</p>
+<table>
+<tr><th></th><th>2019 As reported</th><th>2019 Without adoption</th><th>2018</th></tr>
+<tr><td>Revenue</td><td>5,120</td><td>4,980</td><td>4,700</td></tr>
+<tr><td>Cost of revenue</td><td>2,300</td><td>2,260</td><td>2,150</td></tr>
+<tr><td>Operating income</td><td>910</td><td>870</td><td>820</td></tr>
+</table></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def adoption(tmp_path_factory):
+    yield from bi_env(tmp_path_factory, "bi-columns", "BOREALIS_2019_10K.html", ADOPTION, 1)
+
+
+def test_a_period_with_several_columns_the_question_does_not_tell_apart_is_not_supported(adoption):
+    out = ask_bi(adoption, "bi-columns", "What was the revenue in 2019?")
+    assert out["route"] == "bi" and out["supported"] is False, out
+    assert "2019 has several columns" in out["answer"]
+    # the question that names the column is answered from it, and supported
+    out = ask_bi(adoption, "bi-columns", "What was the revenue as reported in 2019?")
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert "5,120" in out["answer"] and "4,980" not in out["answer"]
