@@ -21,8 +21,9 @@ _WEIGHTED = re.compile(r"\bweighted[- ]average\b", re.I)
 _RATIO = re.compile(r"\b(ratio|proportion|percentage of|percent of|% of|share of|portion of|fraction of|as a "
                     r"(?:percentage|percent|proportion|share|ratio|fraction)|what percent(?:age)?|divided by)\b",
                     re.I)
-_DIFF = re.compile(r"\b(change[sd]?|difference|differ|increase[sd]?|decrease[sd]?|decline[sd]?|rise|rose|fell|"
-                   r"drop(?:ped)?|variance|movement|how much (?:more|less|higher|lower|greater|larger|smaller|bigger)"
+_CHANGE_WORDS = (r"change[sd]?|difference|differ|increase[sd]?|decrease[sd]?|decline[sd]?|rise|rose|fell|drop(?:ped)?|"
+                 r"variance|movement")  # words that ask for a change: the operation read and the one asked
+_DIFF = re.compile(rf"\b({_CHANGE_WORDS}|how much (?:more|less|higher|lower|greater|larger|smaller|bigger)"
                    r"|(?:more|less|higher|lower|greater|larger|smaller) than)\b", re.I)
 _SUM = re.compile(r"\b(sum|combined|in total|altogether|aggregate|add(?:ed)? up|total)\b", re.I)
 _MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|larger|greater)\b", re.I)
@@ -124,8 +125,7 @@ def entity_text(phrase: str) -> str:
 # "the values ... respectively" are not answered by an average, a difference, a total).
 _ASKED = {
     "average": _AVERAGE,
-    "change": re.compile(r"\b(change[sd]?|difference|differ|increase[sd]?|decrease[sd]?|decline[sd]?|growth|grew|"
-                         r"rise|rose|fell|drop(?:ped)?|variance|movement)\b", re.I),
+    "change": re.compile(rf"\b({_CHANGE_WORDS}|growth|grew)\b", re.I),
     "percent": _PERCENT,
     "ratio": re.compile(r"\b(?:ratio|proportion|percentage|percent|share|portion|fraction|%)\s+of\b|\bas an? "
                         r"(?:percentage|percent|proportion|share|ratio|fraction)\b|\bwhat percent(?:age)?\b|"

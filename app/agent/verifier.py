@@ -34,10 +34,10 @@ from typing import Optional
 import numpy as np
 
 from app.agent.bi_question import operation_unmet
+from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
 from app.agent.verify import AMOUNT, DATE, DURATION, FIGURE, answer_in_span, has_slot
 
-YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
 FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model")
