@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period, value_period
+from ingest.text_glue import unglue
 
 # a header cell inside the body: a period or a unit/change heading ("2022 $ million", "currency ∆%", "Year ended")
 _HEADER_CELL = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)|∆|\bchange\b|%\s*$|\$\s*(?:million|thousand|billion)|"
@@ -120,7 +121,7 @@ def load_view(info, rows: list[list], columns: list[str]) -> Optional[TableView]
     others = [c for c in text_cols if c.name != label_col and not (c.label or "").strip()]
     out, section, reheaded = [], "", ""
     for r in rows:
-        label = str(r[idx[label_col]]).strip() if label_col and r[idx[label_col]] is not None else ""
+        label = unglue(str(r[idx[label_col]]).strip()) if label_col and r[idx[label_col]] is not None else ""
         meta = row_meta.get(r[idx["row_num"]])
         row_section = (meta.parent if meta is not None else "") or _meta_cell(r, idx, "section")
         cells = {c.name: Cell(r[idx["row_num"]], c.name, _num(r[idx[c.name]])) for c in numeric}
@@ -182,7 +183,7 @@ def _long_view(info, rows, idx, period_col, numeric, unit) -> TableView:
             key = str(r[idx["row_num"]])
             if any(col.key == key for col in cols):
                 cells[key] = Cell(r[idx["row_num"]], c.name, _num(r[idx[c.name]]))
-        label = c.label or c.name.replace("_", " ")
+        label = unglue(c.label) or c.name.replace("_", " ")
         out.append(Row(c.name, label, "", bool(TOTAL.search(label)), cells))
         for col in cols:
             col.unit = c.unit or unit

@@ -56,14 +56,19 @@ def chart_spec(prog: Program, columns: list[str], rows: list[list], title: str) 
     return {"data": data, "layout": {"title": {"text": title}, "barmode": "group"}}
 
 
+def _squash(text: str) -> str:
+    return "".join(text.lower().split())
+
+
 def table_citation(kb, tenant: str, table, needles: list[str]) -> list[dict]:
     """A verbatim line of the table's source page that names the cited rows (or the table title)."""
     passages = [p for p in kb.document_passages(tenant, table.doc_id)]
     on_page = [p for p in passages if p.page == table.page] or passages
     for needle in [*needles, table.title]:
+        squashed = _squash(needle or "")
         for p in on_page:
-            for line in p.text.splitlines():
-                if needle and needle.lower() in line.lower() and line.strip():
+            for line in p.text.splitlines():  # spaces aside: a row label is read with the spaces a PDF left out
+                if squashed and squashed in _squash(line) and line.strip():
                     return [{"doc_id": p.doc_id, "filename": p.filename, "page": p.page, "section": p.section,
                              "quote": line.strip()}]
     if on_page and on_page[0].text.strip():
