@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     retrieval_k: int = 6
     ask_budget_s: float = 45.0  # a question's time budget: past it, no model draft or long read starts; the answer is the best verified so far
     max_new_tokens: int = 256
+    # write a model draft on the RAG route even where the verifier can never support one (its kind not measured
+    # on the dev sets): off, the time goes to answers that can be verified, and the found passages are the answer
+    draft_unverifiable: bool = False
 
     # Server
     host: str = "127.0.0.1"

@@ -31,6 +31,7 @@ from app.agent.text import content_words
 from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
 from app.agent.text_terms import key_words
+from app.agent.verifier import can_support
 from app.agent.verify import DATE, JURISDICTION, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
@@ -76,7 +77,8 @@ def make_rag_nodes(deps: AgentDeps):
         found = text_answer(asked, ranked, full, kinds=FIGURE_ASKS if clause_held else None)
         if found:
             cands.append(as_candidate(found, "rag", "text", rank=len(cands)))
-        if ctype is None and graded and not any(c["check"] for c in cands) and not past_budget(config, 0.5):
+        if (ctype is None and graded and not any(c["check"] for c in cands) and not past_budget(config, 0.5)
+                and (deps.settings.draft_unverifiable or can_support("rag:model"))):
             drafted = _model_answer(deps, state, config, graded[:MAX_CONTEXT_PASSAGES])
             if drafted:
                 cands.append(as_candidate(drafted, "rag", "model", rank=len(cands)))

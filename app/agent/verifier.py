@@ -36,7 +36,7 @@ import numpy as np
 from app.agent.bi_question import operation_unmet
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
-from app.agent.verify import AMOUNT, DATE, DURATION, FIGURE, answer_in_span, has_slot
+from app.agent.verify import DATE, answer_in_span, has_slot
 
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
@@ -80,6 +80,12 @@ class Calibrations:
         if kind in self.kinds:
             return self.kinds[kind]
         return Calibration(dict(PRIOR), NEVER, "not measured") if self.kinds else PRIOR_CALIBRATION
+
+
+def can_support(kind: str) -> bool:
+    """Whether a candidate of ``kind`` (route:source) can be supported at all: a route need not spend time
+    writing a candidate the verifier will never accept."""
+    return load_calibration().for_kind(kind).threshold <= 1.0
 
 
 @lru_cache(maxsize=4)
@@ -134,12 +140,11 @@ def statement_of(candidate: dict) -> str:
 
 
 def stated(slot: str, span: str) -> bool:
-    """The span states a value of the kind a question asks for (a date, a duration, an amount)."""
+    """The span states a value of the kind a question asks for: ``has_slot``, where for a date any date or year
+    will do (a figure question's "when", not an agreement's date)."""
     if slot == "date":
         return bool(DATE.search(span) or YEAR.search(span))
-    if slot == "duration":
-        return bool(DURATION.search(span) or DATE.search(span))
-    return bool(AMOUNT.search(span) or FIGURE.search(span))
+    return has_slot(slot, span)
 
 
 def _slot_for(frame, kind) -> Optional[str]:

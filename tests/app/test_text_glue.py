@@ -1,0 +1,71 @@
+"""Words a PDF printed without their space ("Purchases ofproperty") are split by the packaged embedder's
+vocabulary, and a row label read that way is found by its name and cited from the page as printed. Real
+vocabulary file, real ingest (HTML), real SQLite, the real BI node."""
+from __future__ import annotations
+
+import pytest
+
+from app_test_helpers import ask_bi, bi_env  # tests/app/app_test_helpers.py
+
+TENANT = "glued-words"
+REPORT = """<html><body><h1>Tallis Corp annual report 2019</h1>
+<p>Consolidated statement of cash flows (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Net cash provided by operating activities</td><td>2,410</td><td>2,205</td></tr>
+<tr><td>Purchases ofproperty, plant and equipment</td><td>(812)</td><td>(760)</td></tr>
+<tr><td>Proceeds fromsale ofbusinesses</td><td>95</td><td>40</td></tr>
+<tr><td>Net cash used in investing activities</td><td>(717)</td><td>(720)</td></tr>
+</table></body></html>"""
+
+
+def test_glued_function_words_are_split_and_real_words_kept():
+    from ingest.text_glue import english_words, unglue
+
+    assert len(english_words()) > 15000
+    assert unglue("Purchases ofproperty, plant and equipment") == "Purchases of property, plant and equipment"
+    assert unglue("Cash Flowsfrom Investing") == "Cash Flows from Investing"
+    assert unglue("component ofthe calculation offree cash flow") == "component of the calculation of free cash flow"
+    words = "income information inventories interest therefore forward often other insurance offset"
+    assert unglue(words) == words  # words of their own are never cut ("in come")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    yield from bi_env(tmp_path_factory, TENANT, "TALLIS_2019_10K.html", REPORT, 1)
+
+
+def test_a_row_printed_with_a_glued_word_is_found_by_its_name_and_cited_as_printed(env):
+    out = ask_bi(env, TENANT, "What was the capital expenditure in 2019?")
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert "812" in out["answer"] and "Purchases of property, plant and equipment" in out["answer"]
+    assert "Purchases ofproperty" in out["citations"][0]["quote"]  # the page's line, verbatim
+
+
+def test_no_model_draft_is_written_where_the_verifier_can_never_support_one(env):
+    """The shipped calibration never supports a model draft (rag:model is not measured): the RAG route answers
+    with what it found and never calls the model (its deps raise on a call); with ``draft_unverifiable`` on
+    it does call it."""
+    from app.agent.graph import build_graph
+    from app.agent.state import AgentDeps, turn_input
+    from app.agent.verifier import can_support
+
+    kb, deps, doc = env
+    assert not can_support("rag:model") and can_support("bi:bi")
+    q = "What drove the cash used in investing activities of Tallis?"
+    config = {"configurable": {"thread_id": "no-draft", "scratch": {}}}
+    out = build_graph(deps).invoke(turn_input(TENANT, q, "rag", [doc]), config)
+    assert out["route"] == "rag" and out["messages"][-1]["answer"]["answer"], out
+    asked = []
+
+    def model():
+        asked.append(1)
+        raise RuntimeError("no model here")
+
+    drafting = AgentDeps(kb, deps.settings.model_copy(update={"draft_unverifiable": True}), model)
+    config = {"configurable": {"thread_id": "draft", "scratch": {}}}
+    try:
+        build_graph(drafting).invoke(turn_input(TENANT, q, "rag", [doc]), config)
+    except RuntimeError:
+        pass
+    assert asked
