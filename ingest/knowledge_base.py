@@ -192,6 +192,13 @@ class KnowledgeBase:
                           .order_by(Document.filename, TableEntry.page, TableEntry.sql_name)).all()
         return [table_info(t, d.filename) for t, d in rows]
 
+    def table_vectors(self, tenant: str, sql_names: list[str]) -> dict:
+        """text -> embedding of what the BI planner embeds for these tables of the tenant (stored at ingest;
+        a table catalogued before they existed is embedded here, once)."""
+        from ingest.table_vectors import stored_vectors
+
+        return stored_vectors(self.engine, self.embedder, tenant, sql_names) if sql_names else {}
+
     def run_sql(self, tenant: str, sql: str) -> SqlResult:
         with Session(self.engine) as s:
             allowed = set(s.exec(select(TableEntry.sql_name).where(TableEntry.tenant == tenant)).all())

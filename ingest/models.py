@@ -78,6 +78,8 @@ class TableEntry(SQLModel, table=True):
     columns_json: str  # [{"name", "label", "sql_type", "unit", "role", "period", ...}]
     n_rows: int = 0
     meta_json: Optional[str] = None  # section, statement, scale, currency, bbox, rows (ingest.table_catalogue)
+    vector_texts: Optional[str] = None  # JSON list: the texts the BI planner embeds (ingest.table_vectors)
+    vectors: Optional[bytes] = None  # their embeddings, float16, in that order
 
 
 class DocumentFactsRow(SQLModel, table=True):

@@ -30,6 +30,7 @@ from ingest.embedder import Embedder
 from ingest.errors import IngestError
 from ingest.facts import at_ingest
 from ingest.facts.store import facts_row
+from ingest.table_vectors import embed_document_tables
 from ingest.ocr import OcrConfig, tenant_cache
 from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, utcnow
 from ingest.parsers import ParsedDocument, parse_file_staged
@@ -231,8 +232,10 @@ class DocumentPipeline:
                     doc.error = None
                     s.add(doc)
                     s.commit()
-                return DocumentResult(filename, "unchanged", doc_id, None, doc.pages, doc.n_chunks, doc.n_tables,
-                                      str(prep.path))
+                unchanged = DocumentResult(filename, "unchanged", doc_id, None, doc.pages, doc.n_chunks, doc.n_tables,
+                                           str(prep.path))
+            self._embed_tables(tenant, doc_id, filename, only_missing=True)  # catalogued before they existed
+            return unchanged
         if result is None and self._committed_version(doc_id) != committed_version:
             # the same document was committed after this file was read ahead (a name twice in one job)
             return self.finish(self.prepare(prep.path, tenant, filename), on_stage)
@@ -256,6 +259,7 @@ class DocumentPipeline:
                 self._commit(tenant, doc_id, filename, prep.kind, prep.digest, prep.size, version, parsed, chunks,
                              prep.tables, facts)
                 self.vectors.delete_document(tenant, doc_id, keep_version=version)
+                self._embed_tables(tenant, doc_id, filename, only_missing=False)
                 result = DocumentResult(filename, "ingested", doc_id, None, len(parsed.pages), len(chunks),
                                         len(prep.tables), str(prep.path), parsed.warnings)
             except IngestError as exc:
@@ -270,6 +274,13 @@ class DocumentPipeline:
             except Exception:  # noqa: BLE001 - the next ingest of this file cleans them too
                 log.exception("could not remove the points of a failed attempt for %s", filename)
         return result
+
+    def _embed_tables(self, tenant: str, doc_id: str, filename: str, only_missing: bool) -> None:
+        """The BI planner's table vectors (``ingest.table_vectors``); a failure leaves them to the first read."""
+        try:
+            embed_document_tables(self.engine, self.embedder, tenant, doc_id, filename, only_missing)
+        except Exception:  # noqa: BLE001 - the document is committed; its tables are embedded when first read
+            log.exception("could not embed the tables of %s", filename)
 
     def ingest_version(self) -> str:
         """What a document's chunks and vectors depend on besides its bytes: chunker version and settings,

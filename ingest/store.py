@@ -38,6 +38,9 @@ def make_engine(url: str) -> sa.Engine:
     from ingest.table_catalogue import add_meta_column
 
     add_meta_column(engine)
+    from ingest.table_vectors import add_vector_columns
+
+    add_vector_columns(engine)
     add_ingest_version_columns(engine)
     widen_name_columns(engine)
     from ingest.facts.store import add_facts_columns

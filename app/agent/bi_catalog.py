@@ -17,6 +17,7 @@ import numpy as np
 
 from app.agent.bi_table import TableView, load_view
 from app.agent.text import content_words
+from ingest.table_vectors import table_texts
 
 _NAME_STOP = {"10k", "10q", "8k", "annual", "report", "quarterly", "form", "filing", "pdf", "html", "docx", "xlsx",
               "csv", "txt", "the", "inc", "corp", "ltd", "plc", "llc", "and", "statement", "statements", "financial",
@@ -31,6 +32,17 @@ class VectorCache:
         self.size = size
         self._lock = threading.Lock()
         self._vecs: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def has(self, text: str) -> bool:
+        with self._lock:
+            return text in self._vecs
+
+    def put(self, texts: list[str], vecs: list) -> None:
+        with self._lock:
+            for t, v in zip(texts, vecs):
+                self._vecs[t] = np.asarray(v, dtype=np.float32)
+            while len(self._vecs) > self.size:
+                self._vecs.popitem(last=False)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -105,11 +117,8 @@ class Candidate:
 
 
 def describe(view: TableView) -> str:
-    info = view.info
-    parts = [info.title or "", getattr(info, "section", "") or "", getattr(info, "statement", "") or ""]
-    parts.append("; ".join(r.text for r in view.rows[:40]))
-    parts.append(", ".join(c.title for c in view.cols))
-    return " | ".join(p for p in parts if p)[:1500]
+    """The table as one text (``ingest.table_vectors``: the text its stored vector was embedded from)."""
+    return table_texts(view.info)[0]
 
 
 def load_views(kb, tenant: str, tables: list, cache: dict) -> list[TableView]:
@@ -124,7 +133,21 @@ def load_views(kb, tenant: str, tables: list, cache: dict) -> list[TableView]:
                 cache[key] = None
         if cache[key] is not None:
             out.append(cache[key])
+    _read_stored_vectors(kb, tenant, out)
     return out
+
+
+def _read_stored_vectors(kb, tenant: str, views: list[TableView]) -> None:
+    """The vectors ingest stored for these tables, into the embedder's cache (only the tables not there yet)."""
+    reader = getattr(kb, "table_vectors", None)
+    embedder = getattr(kb, "embedder", None)
+    if reader is None or embedder is None:
+        return
+    vcache = vector_cache(embedder)
+    names = [v.info.sql_name for v in views if not vcache.has(describe(v))]
+    if names:
+        stored = reader(tenant, names)
+        vcache.put(list(stored), list(stored.values()))
 
 
 def rank_tables(views: list[TableView], phrase: str, vcache: Optional[VectorCache], top: int = 6,
