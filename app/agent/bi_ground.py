@@ -97,6 +97,7 @@ class RowMatch:
     matched: frozenset
     pos: int  # where in the question the row is named (first matched word), for operand order
     named: float = 0.0  # ``lex`` before the total / item preference: "Total net sales" is named by "revenue"
+    whole: bool = False  # every word of the label (its core) is named by the question or a synonym
 
 
 def _positions(text: str) -> dict[str, int]:
@@ -146,7 +147,7 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         # where the question names the row: its last-appearing word's first occurrence ("net sales to cost of
         # sales": "cost of sales" is named where "cost" is, not where the shared "sales" first occurs)
         first = max((pos[w] for w in matched if w in pos), default=10_000)
-        out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first, named))
+        out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first, named, cov >= 1.0))
     out.sort(key=lambda m: -m.score)
     return out
 

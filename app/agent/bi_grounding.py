@@ -16,7 +16,7 @@ Otherwise ``doubts`` says why and the answer is given as found, not supported.
 from __future__ import annotations
 
 from app.agent.bi_ground import expanded_words
-from app.agent.bi_question import ParsedQuestion, entity_text
+from app.agent.bi_question import ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
 
 ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
@@ -84,11 +84,18 @@ def _explained(view, prog) -> set[str]:
 
 
 def column_doubts(view, pq: ParsedQuestion, prog) -> list[str]:
-    """A period read from one of several columns of that period ("As reported" / "Without adoption of ASC
-    606", "Amount" / "Per share") that the question does not tell apart: the column taken is a guess."""
+    """A column the question names in full ("as reported") that the program does not read; a period read from
+    one of several columns of that period ("As reported" / "Without adoption of ASC 606", "Amount" / "Per
+    share") that the question does not tell apart: the column taken is a guess."""
     words = expanded_words(pq.phrase)
     used = {id(o.col) for o in prog.operands}
     rows = list({id(o.row): o.row for o in prog.operands}.values())
+    read = _explained(view, prog)
+    for c in view.cols:
+        named = {w for w in content_words(c.title) if not w.isdigit()} - GENERIC
+        if (id(c) not in used and named and named <= words and not named <= read
+                and not operations_asked(c.title)):  # a "Change (%)" column: what the program computes
+            return [f"the question names the column {c.title!r}, which the program does not read"]
     out = []
     for col in {id(o.col): o.col for o in prog.operands}.values():
         if col.period is None:

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 from app.agent.bi_catalog import load_views, rank_tables, tables_in_scope, vector_cache
 from app.agent.bi_ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
                                  match_rows, period_order)
-from app.agent.bi_grounding import grounding_doubts
+from app.agent.bi_grounding import GENERIC, grounding_doubts
 from app.agent.bi_count import count_program
 from app.agent.bi_instructions import read
 from app.agent.bi_metric_program import MetricProgram, plan_metric
@@ -169,9 +169,11 @@ def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, enco
 
 
 def _rank(prog: Program) -> tuple:
-    """Confident first, then from the statement the question names as its source, grounded, confidence."""
+    """Confident first, then from the statement the question names as its source, rows named whole ("Revenue"
+    over "Deferred revenue" for "revenue", even where the whole name's table leaves a doubt), grounded,
+    confidence."""
     ok = prog.confidence >= CONFIDENT
-    return ok, ok and getattr(prog, "from_statement", False), prog.grounded, prog.confidence
+    return ok, ok and getattr(prog, "from_statement", False), ok and prog.whole, prog.grounded, prog.confidence
 
 
 def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float = 0.0) -> Optional[Program]:
@@ -200,6 +202,8 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float
         return None
     prog.confidence = _confidence(view, pq, matches, prog)
     prog.doubts = grounding_doubts(view, pq, matches, prog)
+    whole = {id(m.row) for m in matches if m.whole}
+    prog.whole = len({id(o.row) for o in prog.operands}) > 2 or all(id(o.row) in whole for o in prog.operands)
     return prog
 
 
@@ -222,6 +226,10 @@ def _ops(rows: list[Row], cols: list[Col]) -> list[Operand]:
 
 
 def _default_cols(view: TableView, pq: ParsedQuestion, n: Optional[int]) -> list[Col]:
+    whole = [c for s, c in match_cols(view, pq) if s >= 1.0 and c.period is None and content_words(c.title) - GENERIC]
+    if whole and not pq.periods and pq.op in ("lookup", "difference"):  # "as reported", no period asked (in a
+        # ratio or a change a named column may be one side of it: "of more than 5 years in the total")
+        return whole[: n or 99]
     if view.period_cols:
         return latest_cols(view, pq, n or 99)
     named = [c for s, c in match_cols(view, pq) if s >= 0.5]

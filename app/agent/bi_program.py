@@ -36,6 +36,7 @@ class Program:
     doubts: list[str] = field(default_factory=list)  # why the cells may not be what was asked (empty: grounded)
     cond: Optional[tuple[str, float]] = None  # count: the operands meeting (comparison, threshold)
     cover: float = 1.0  # share of the question's item words the rows, columns and title used explain
+    whole: bool = False  # every row used is named whole by the question ("Revenue", not "Deferred revenue")
 
     @property
     def grounded(self) -> bool:

@@ -175,12 +175,18 @@ ADOPTION = """<html><body><h1>Borealis Inc annual report 2019</h1>
 <tr><td>Revenue</td><td>5,120</td><td>4,980</td><td>4,700</td></tr>
 <tr><td>Cost of revenue</td><td>2,300</td><td>2,260</td><td>2,150</td></tr>
 <tr><td>Operating income</td><td>910</td><td>870</td><td>820</td></tr>
+</table>
+<p>Impact of the adoption on the balance sheet (in thousands)</p>
+<table>
+<tr><th></th><th>As reported</th><th>As of February 28, 2019 Adjustments</th><th>Without adoption</th></tr>
+<tr><td>Deferred income tax assets</td><td>22,626</td><td>(532)</td><td>22,094</td></tr>
+<tr><td>Deferred revenue</td><td>24,264</td><td>(1,945)</td><td>22,319</td></tr>
 </table></body></html>"""
 
 
 @pytest.fixture(scope="module")
 def adoption(tmp_path_factory):
-    yield from bi_env(tmp_path_factory, "bi-columns", "BOREALIS_2019_10K.html", ADOPTION, 1)
+    yield from bi_env(tmp_path_factory, "bi-columns", "BOREALIS_2019_10K.html", ADOPTION, 2)
 
 
 def test_a_period_with_several_columns_the_question_does_not_tell_apart_is_not_supported(adoption):
@@ -191,3 +197,24 @@ def test_a_period_with_several_columns_the_question_does_not_tell_apart_is_not_s
     out = ask_bi(adoption, "bi-columns", "What was the revenue as reported in 2019?")
     assert out["route"] == "bi" and out["supported"] is True, out
     assert "5,120" in out["answer"] and "4,980" not in out["answer"]
+
+
+def test_a_column_the_question_names_is_read_and_an_unread_named_column_is_a_doubt(adoption):
+    from app.agent.bi_grounding import column_doubts
+    from app.agent.bi_planner import build_program
+    from app.agent.bi_question import parse_question
+
+    out = ask_bi(adoption, "bi-columns", "What was the deferred revenue as reported?")
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert "24,264" in out["answer"] and "1,945" not in out["answer"]
+    # the same question read from the adjustments column: the column it names is not read
+    kb, deps, doc = adoption
+    from app.agent.bi_catalog import load_views
+
+    view = next(v for v in load_views(kb, "bi-columns", kb.list_tables("bi-columns"), {}) if v.cols[0].period is None)
+    pq = parse_question("What was the deferred revenue as reported?")
+    prog = build_program(view, pq)
+    assert [o.col.title for o in prog.operands] == ["As reported"]
+    prog.operands = [type(o)(o.row, view.cols[1], o.row.cells[view.cols[1].key]) for o in prog.operands]
+    assert column_doubts(view, pq, prog) == ["the question names the column 'As reported', which the program does "
+                                             "not read"]
