@@ -10,6 +10,7 @@ keeps its summary).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
@@ -105,6 +106,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         planned, why_not = _plan_once(kbt, question, doc_ids, cs, scratch)
         if planned:  # a kind named by one word ("audit fees") is a line item the tables hold, not a clause
             kind = None
+    if kind is not None and not strong and not _about_contracts(kbt, query, scope.doc_ids or doc_ids):
+        kind = None  # one word ("What do the audit fees comprise?") and no contract in view: the question's own words
     comparison = pq.op in ("difference", "pct_change", "ratio", "max", "min") and not kind
     frame = QuestionFrame(
         question=question, query=query,
@@ -150,6 +153,20 @@ def _missing_documents(kbt, question: str, doc_ids) -> str:
     said = ", ".join(f"\u201c{n}\u201d" for n in names)
     return (f"No document in scope mentions {said}: the documents do not contain information about it, so this "
             "question is not answered from other documents.")
+
+
+def _about_contracts(kbt, query: str, doc_ids) -> bool:
+    """The question speaks of a contract ("this agreement", "either party") or a document in scope is one (its
+    opening names parties, read at ingest)."""
+    from app.agent.clauses.taxonomy import CONTRACT_WORDS
+
+    if set(re.findall(r"[a-z]+", query.lower())) & CONTRACT_WORDS:
+        return True
+    try:
+        return any(f.parties for f in kbt.facts(doc_ids).values())
+    except Exception:  # the facts never block a question: read as no contract
+        log.exception("document facts unreadable")
+        return False
 
 
 def _clause_kind(kbt, query: str, taxonomy=None):

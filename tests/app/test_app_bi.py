@@ -114,3 +114,6 @@ def test_a_line_item_named_by_a_clause_kinds_word_is_answered_from_the_table(sam
     frame = read_question(kbt, "Does the agreement give audit rights over the books and records?", scratch={})
     assert frame.clause_kind == "audit rights" and not frame.bi_planned
     assert read_question(kbt, "What were the audit fees in 2023?", scratch={}).clause_kind is None
+    # one word and no contract in view (no contract word, no document naming parties): the question's own words
+    assert read_question(kbt, "What do the audit fees comprise?", scratch={}).clause_kind is None
+    assert read_question(kbt, "What audit may either party carry out?", scratch={}).clause_kind == "audit rights"

@@ -35,6 +35,9 @@ STRONG = 2.5  # a match score from a phrase of two words or more; one word ("aud
 FRAME_WORDS = {"agreement", "agreements", "contract", "contracts", "party", "parties'", "clause", "clauses",
                "section", "sections", "provision", "provisions", "document", "say", "says", "state", "states"}
 TOKEN = re.compile(r"[a-z0-9]+")
+# words by which a question speaks of a contract: a kind read off one word holds beside them
+CONTRACT_WORDS = {"agreement", "agreements", "contract", "contracts", "clause", "clauses", "provision", "provisions",
+                  "party", "parties", "lease", "license", "licence"}
 
 
 class TaxonomyError(ValueError):
