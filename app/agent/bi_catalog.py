@@ -122,18 +122,31 @@ def describe(view: TableView) -> str:
 
 
 def load_views(kb, tenant: str, tables: list, cache: dict) -> list[TableView]:
-    out = []
-    for t in tables:
-        key = (tenant, t.sql_name)
-        if key not in cache:
+    missing = [t for t in tables if (tenant, t.sql_name) not in cache]
+    if missing:
+        read = _read(kb, tenant, missing)
+        for t in missing:
+            res = read.get(t.sql_name)
             try:
-                res = kb.run_sql(tenant, f'SELECT * FROM "{t.sql_name}" ORDER BY row_num')
-                cache[key] = load_view(t, [list(r) for r in res.rows], list(res.columns))
+                cache[(tenant, t.sql_name)] = load_view(t, res.rows, res.columns) if res is not None else None
             except Exception:  # a table we cannot read is not a candidate
-                cache[key] = None
-        if cache[key] is not None:
-            out.append(cache[key])
+                cache[(tenant, t.sql_name)] = None
+    out = [cache[(tenant, t.sql_name)] for t in tables if cache[(tenant, t.sql_name)] is not None]
     _read_stored_vectors(kb, tenant, out)
+    return out
+
+
+def _read(kb, tenant: str, tables: list) -> dict:
+    """sql_name -> SqlResult: the knowledge base's batch read when it has one, else one statement a table."""
+    reader = getattr(kb, "read_tables", None)
+    if reader is not None:
+        return reader(tenant, [t.sql_name for t in tables])
+    out = {}
+    for t in tables:
+        try:
+            out[t.sql_name] = kb.run_sql(tenant, f'SELECT * FROM "{t.sql_name}" ORDER BY row_num')
+        except Exception:  # a table we cannot read is not a candidate
+            pass
     return out
 
 

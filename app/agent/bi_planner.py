@@ -31,7 +31,9 @@ from app.agent.text import content_words
 CONFIDENT = 0.55  # below: hand over to RAG
 ROW_FLOOR = 0.45  # a row named by the question at least this well
 STATEMENT_BOOST = 0.1  # row matches in a table of the statement the question names as its source
-MAX_VIEWS = 2000
+MAX_VIEWS = 5000
+MAX_SCOPE_TABLES = 600  # past it (no document or company named), the tables of the documents a search finds
+SEARCH_DOCS = 3
 
 
 def table_views(kb) -> dict:
@@ -65,6 +67,8 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if pq.text_intent:
         return PlanResult(None, "a question about the text (why / how / what it means), not a figure")
     in_scope, why = tables_in_scope(kb, tenant, tables, question, doc_ids, cs)
+    if len(in_scope) > MAX_SCOPE_TABLES and kb is not None and tenant:
+        in_scope, why = _searched_documents(kb, tenant, question, in_scope), f"{why}; the documents search finds"
     if not in_scope:
         return PlanResult(None, "no table in the documents in scope", why)
     views = load_views(kb, tenant, in_scope, table_views(kb))
@@ -107,6 +111,17 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if hard_doubt(best):  # a period asked that the program does not read, or row and words both in doubt
         return PlanResult(None, f"{best.table.title!r} does not answer it: {'; '.join(best.doubts)}", why, tried)
     return PlanResult(best, "ok", why, tried)
+
+
+def _searched_documents(kb, tenant: str, question: str, tables: list) -> list:
+    """The tables of the (at most ``SEARCH_DOCS``) documents whose passages a search for the question ranks
+    first: a question that names no document or company is not planned over every table of the tenant."""
+    docs: list[str] = []
+    for p in kb.search(tenant, question, k=10, doc_ids=list(dict.fromkeys(t.doc_id for t in tables))):
+        if p.doc_id not in docs:
+            docs.append(p.doc_id)
+    keep = set(docs[:SEARCH_DOCS])
+    return [t for t in tables if t.doc_id in keep]
 
 
 def _percent_asked_of_amounts(question: str, metric, prog) -> bool:

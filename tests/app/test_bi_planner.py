@@ -195,3 +195,24 @@ def test_the_plan_is_made_once_per_question_and_the_run_keeps_its_deadline(env, 
                                               [docs["acme"]]), config)
     assert out["route"] == "bi" and len(calls) == 1, calls
     assert scratch.get("bi_plan") is not None and scratch["deadline"] > scratch["started"]
+
+
+def test_past_the_table_limit_the_plan_reads_the_documents_a_search_finds(env, monkeypatch):
+    """A question that names no document or company, over more tables than the planner reads, is planned over
+    the tables of the documents the search ranks first (here: the one that speaks of royalties)."""
+    from app.agent import bi_planner
+
+    kb, deps, docs = env
+    monkeypatch.setattr(bi_planner, "MAX_SCOPE_TABLES", 1)
+    monkeypatch.setattr(bi_planner, "SEARCH_DOCS", 1)
+    res = bi_planner.plan_question("What was royalty income in 2019?", kb.list_tables(TENANT), kb=kb, tenant=TENANT)
+    assert "the documents search finds" in res.scope and res.program is not None
+    assert res.program.table.doc_id == docs["globex"] and res.program.operands[0].cell.value == 75.0
+
+
+def test_tables_are_read_whole_for_their_tenant_only(env):
+    kb, deps, docs = env
+    names = [t.sql_name for t in kb.list_tables(TENANT)]
+    read = kb.read_tables(TENANT, names)
+    assert set(read) == set(names) and all("row_num" in r.columns and r.rows for r in read.values())
+    assert kb.read_tables("another-tenant", names) == {}
