@@ -132,9 +132,12 @@ _ASKED = {
                         r"\bdivided by\b", re.I),  # bare "ratio" names a line item ("net debt to EBITDA ratio")
     "sum": re.compile(r"\b(?:sum|combined|altogether|aggregate|add(?:ed)? up)\b", re.I),  # "in total": a total row
     "list": re.compile(r"\brespective(?:ly)?\b", re.I),
+    # a superlative asks which item or period is the extreme one ("the largest liability"), not one looked up
+    "extreme": re.compile(r"\b(?:highest|largest|greatest|biggest|lowest|smallest|maximum|minimum)\b", re.I),
 }
 COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change", "percent"},
-            "average": {"average"}, "sum": {"sum"}, "ratio": {"ratio", "percent"}, "max": set(), "min": set(),
+            "average": {"average"}, "sum": {"sum"}, "ratio": {"ratio", "percent"}, "max": {"extreme"},
+            "min": {"extreme"},
             "count": set()}
 
 

@@ -46,3 +46,6 @@ def test_the_operations_a_question_asks_and_what_a_program_leaves_undone():
     assert operation_unmet("What was the increase in the weighted average shares outstanding?", "difference") == set()
     assert operation_unmet("What percentage of revenue was services in 2019?", "ratio") == set()
     assert operation_unmet("What is the average of X?", "metric") == set()  # a formula: not judged here
+    # a superlative asks for the extreme item, which a lookup of one row does not find
+    assert operation_unmet("What was the largest liability in the balance sheet in 2022?", "lookup") == {"extreme"}
+    assert operation_unmet("Which segment had the lowest net revenue in 2021?", "min") == set()
