@@ -61,7 +61,7 @@ def clause_correct(item: EvalItem, texts: list[str]) -> bool:
     return True
 
 
-PROVENANCE = re.compile(r"\n\s*(?:Source|SQL|Rows used|Not verified|Sources|Citations?):", re.IGNORECASE)
+PROVENANCE = re.compile(r"\n\s*(?:Formula|Source|SQL|Rows used|Not verified|Sources|Citations?):", re.IGNORECASE)
 
 
 def answer_statement(text: str) -> str:

@@ -10,6 +10,10 @@ def test_answer_statement_drops_provenance_lines():
             "SQL: SELECT 1\nNot verified: the row 'X' is not clearly what the question names.")
     assert answer_statement(text) == "Revenues: 2019 1,073.3, 2018 1,095 (USD millions)."
     assert answer_statement("No provenance here.") == "No provenance here."
+    # a metric's formula line is its derivation too: the value after its last "=" is not the answer
+    metric = ("Average capex as a % of revenue, FY2017 to FY2019: (2.2 + 1.7 + 1.8) / 3 = 1.9%.\nFormula: capex as a "
+              "% of revenue = capex / revenue × 100; FY2019: 116 / 6,489 × 100 = 1.8%.")
+    assert answer_statement(metric).endswith("= 1.9%.")
 
 
 def test_tatqa_multi_span_numbers_match_as_numbers_and_provenance_is_not_length():
