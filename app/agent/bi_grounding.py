@@ -15,8 +15,10 @@ Otherwise ``doubts`` says why and the answer is given as found, not supported.
 """
 from __future__ import annotations
 
+import re
+
 from app.agent.bi_ground import expanded_words
-from app.agent.bi_question import ParsedQuestion, entity_text, operations_asked
+from app.agent.bi_question import WHICH, ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
 
 ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
@@ -48,6 +50,9 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
             m = by_row.get(id(row))
             if m is None or not (max(m.lex, m.named) >= ROW_LEX or (m.dense >= ROW_DENSE and m.matched) or _sole_head(m, matches)):
                 doubts.append(f"the row {row.label!r} is not clearly what the question names")
+    kind = kind_of_rows(pq.text)
+    if over_all_rows and kind and not content_words(kind) <= _table_words(view, rows):
+        doubts.append(f"the table does not say its rows are the {kind} items the question ranks")
     want = content_words(entity_text(pq.phrase)) - GENERIC
     if want and not over_all_rows:
         left = want - _explained(view, prog)
@@ -75,6 +80,26 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     doubts += column_doubts(view, pq, prog)
     doubts += layout_doubts(view, rows)
     return doubts
+
+
+ROW_KIND = re.compile(r"\b(segment|region|countr(?:y|ie)|product|division|business|subsidiar(?:y|ie)|customer)s?\b",
+                      re.I)
+
+
+def kind_of_rows(question: str) -> str:
+    """The kind of item a "which ..." question ranks ("Which of the business segments had ..."): the last kind
+    word of its "which" phrase, for the kinds a table's title or headers must name (a year or a
+    quarter is a column, not such a kind)."""
+    m = WHICH.search(question)
+    if not m:
+        return set()
+    found = ROW_KIND.findall(question[m.start(): m.end() + 40])
+    return found[-1].lower() if found else ""
+
+
+def _table_words(view, rows: list) -> set[str]:
+    return expanded_words(" ; ".join([view.info.title or "", getattr(view.info, "section", "") or "",
+                                      *(c.title for c in view.cols), *(r.section for r in rows)]))
 
 
 def _explained(view, prog) -> set[str]:

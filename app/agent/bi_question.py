@@ -30,6 +30,7 @@ _MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|
 _MIN = re.compile(r"\b(lowest|smallest|least|minimum|min|fewest|lower|smaller)\b", re.I)
 _WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
                     r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
+WHICH = _WHICH  # "which segment ... highest": the kind of item ranked (read by bi_grounding too)
 # "In which years was X provided?", "Which years does the table cover?": the header answers (the text route)
 _WHICH_YEARS = re.compile(r"^\s*(?:in |for |during )?which (?:fiscal )?years\b|\bwhat years\b", re.I)
 _BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|breakdown|each (?:year|period|quarter)|"

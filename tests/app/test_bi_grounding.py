@@ -218,3 +218,4 @@ def test_a_column_the_question_names_is_read_and_an_unread_named_column_is_a_dou
     prog.operands = [type(o)(o.row, view.cols[1], o.row.cells[view.cols[1].key]) for o in prog.operands]
     assert column_doubts(view, pq, prog) == ["the question names the column 'As reported', which the program does "
                                              "not read"]
+

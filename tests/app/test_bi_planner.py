@@ -216,3 +216,18 @@ def test_tables_are_read_whole_for_their_tenant_only(env):
     read = kb.read_tables(TENANT, names)
     assert set(read) == set(names) and all("row_num" in r.columns and r.rows for r in read.values())
     assert kb.read_tables("another-tenant", names) == {}
+
+
+def test_ranking_items_of_a_kind_the_table_does_not_name_is_in_doubt(env):
+    """"Which segment ..." over a table whose title and headers say nothing of segments (an income statement's
+    line items): the item found is stated, not supported; "which item" asks no kind."""
+    from app.agent.bi_catalog import load_views
+    from app.agent.bi_planner import build_program
+    from app.agent.bi_question import parse_question
+
+    kb, deps, docs = env
+    view = next(v for v in load_views(kb, TENANT, kb.list_tables(TENANT), {}) if v.info.doc_id == docs["acme"])
+    ranked = build_program(view, parse_question("Which segment had the highest amount in 2019?"))
+    assert ranked.op == "max" and "the table does not say its rows are the segment items the question ranks" in ranked.doubts
+    items = build_program(view, parse_question("Which item had the highest amount in 2019?"))
+    assert items.op == "max" and not any("does not say its rows" in d for d in items.doubts)
