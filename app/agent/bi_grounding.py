@@ -97,8 +97,13 @@ def kind_of_rows(question: str) -> str:
     return found[-1].lower() if found else ""
 
 
+HEADING_CHARS = 80  # a section this short is a heading; a longer one is the prose above the table
+
+
 def _table_words(view, rows: list) -> set[str]:
-    return expanded_words(" ; ".join([view.info.title or "", getattr(view.info, "section", "") or "",
+    """The words by which a table says what its rows are: title, a heading above it, headers, row sections."""
+    section = getattr(view.info, "section", "") or ""
+    return expanded_words(" ; ".join([view.info.title or "", section if len(section) <= HEADING_CHARS else "",
                                       *(c.title for c in view.cols), *(r.section for r in rows)]))
 
 
