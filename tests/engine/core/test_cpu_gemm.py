@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from cpu_features import NO_ONEDNN_BF16, onednn_bf16  # tests/cpu_features.py
 from engine.config import MlpSpec
 from engine.layers.linear import Linear
 from engine.layers.mlp import MLP
@@ -35,6 +36,7 @@ def test_onednn_packed_linear_equals_f_linear_in_fp32(rows, bias):
     assert lin.packed_nbytes == 96 * 200 * 4
 
 
+@pytest.mark.skipif(not onednn_bf16(), reason=NO_ONEDNN_BF16)
 def test_onednn_packed_linear_in_bf16_and_wrong_dtype_is_an_error():
     lin = dense_linear(64, 48, True, dtype=torch.bfloat16)
     w, b = lin.weight.clone(), lin.bias.clone()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cpu_features import onednn_bf16  # tests/cpu_features.py
 from logit_tolerance import assert_bf16_attention_within_tolerance  # tests/engine/serving/
 
 from engine.forward_context import SeqSpan
@@ -108,6 +109,7 @@ def test_int4_tied_head_recomputes_its_top_logits_in_fp32(models):
     want, refined = got
     top = want.topk(2).indices
     assert float(want[top[0]] - want[top[1]]) < 0.2  # a near tie in fp32
-    assert float(raw[top[0]]) == float(raw[top[1]])  # tied in bf16
+    if onednn_bf16():  # the int4 kernel rounds its logits to bf16 only where the CPU has bf16 GEMMs
+        assert float(raw[top[0]]) == float(raw[top[1]])  # tied in bf16
     assert int(refined.argmax()) == int(want.argmax())
     assert float((refined[top] - want[top]).abs().max()) < 0.5

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cpu_features import NO_ONEDNN_BF16, onednn_bf16  # tests/cpu_features.py
 from logit_tolerance import assert_bf16_attention_within_tolerance  # tests/engine/serving/
 
 from engine.forward_context import SeqSpan
@@ -60,6 +61,7 @@ def chunked_logits(loaded, ids: list[int], kv_dtype: str, bf16: bool) -> torch.T
     return torch.cat(out)
 
 
+@pytest.mark.skipif(not onednn_bf16(), reason=NO_ONEDNN_BF16)
 def test_engine_turns_bf16_prefill_on_only_where_the_gemms_are_bf16(models):
     fp32, int4 = models
     assert engine(int4, "bfloat16", 64).runner.ctx.prefill_bf16
@@ -76,6 +78,7 @@ def test_bf16_prefill_attention_within_tolerance_of_the_fp32_path(models, prompt
 
 
 @torch.inference_mode()
+@pytest.mark.skipif(not onednn_bf16(), reason=NO_ONEDNN_BF16)
 def test_question_on_a_snapshot_reads_the_forked_past_in_bf16_like_a_fresh_prefill(models, prompt):
     """A question after a snapshot of a long system message (the dossier case): its past is a fork whose last
     block was copied, so it reads a gather, not a view; the bf16 path takes it, with the fresh prefill's answer."""
