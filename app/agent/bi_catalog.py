@@ -117,8 +117,11 @@ class Candidate:
 
 
 def describe(view: TableView) -> str:
-    """The table as one text (``ingest.table_vectors``: the text its stored vector was embedded from)."""
-    return table_texts(view.info)[0]
+    """The table as one text (``ingest.table_vectors``: the text its stored vector was embedded from), made once
+    per view (views are kept by the knowledge base; each question reads it twice: stored vectors, ranking)."""
+    if not view.description:
+        view.description = table_texts(view.info)[0]
+    return view.description
 
 
 def load_views(kb, tenant: str, tables: list, cache: dict) -> list[TableView]:

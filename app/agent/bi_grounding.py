@@ -92,7 +92,7 @@ def kind_of_rows(question: str) -> str:
     quarter is a column, not such a kind)."""
     m = WHICH.search(question)
     if not m:
-        return set()
+        return ""
     found = ROW_KIND.findall(question[m.start(): m.end() + 40])
     return found[-1].lower() if found else ""
 

@@ -28,9 +28,9 @@ _DIFF = re.compile(rf"\b({_CHANGE_WORDS}|how much (?:more|less|higher|lower|grea
 _SUM = re.compile(r"\b(sum|combined|in total|altogether|aggregate|add(?:ed)? up|total)\b", re.I)
 _MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|larger|greater)\b", re.I)
 _MIN = re.compile(r"\b(lowest|smallest|least|minimum|min|fewest|lower|smaller)\b", re.I)
-_WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
-                    r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
-WHICH = _WHICH  # "which segment ... highest": the kind of item ranked (read by bi_grounding too)
+# "which segment ... highest": the kind of item ranked (read by bi_grounding too)
+WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
+                   r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
 # "In which years was X provided?", "Which years does the table cover?": the header answers (the text route)
 _WHICH_YEARS = re.compile(r"^\s*(?:in |for |during )?which (?:fiscal )?years\b|\bwhat years\b", re.I)
 _BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|breakdown|each (?:year|period|quarter)|"
@@ -81,7 +81,7 @@ def parse_question(question: str) -> ParsedQuestion:
     body = _WEIGHTED.sub("weighted_avg", q)  # "weighted average X" names a line item, not an operation
     periods = periods_in(q)
     percent = bool(_PERCENT.search(body))
-    which = bool(_WHICH.search(body))
+    which = bool(WHICH.search(body))
     counting = bool(re.search(r"\bhow many\b", body, re.I)) and condition(body) is not None
     if counting:  # "how many years did X exceed $N": a count of cells meeting the condition
         op = "count"

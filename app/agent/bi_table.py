@@ -63,6 +63,7 @@ class TableView:
     cols: list[Col]
     unit: str = ""
     misaligned: str = ""  # why the columns' headers may not be their values' (numbers left in a text column)
+    description: str = ""  # the table as one text (``bi_catalog.describe``), made once per view
 
     def col(self, key: str) -> Col:
         return next(c for c in self.cols if c.key == key)

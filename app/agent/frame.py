@@ -10,7 +10,6 @@ keeps its summary).
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
@@ -158,9 +157,9 @@ def _missing_documents(kbt, question: str, doc_ids) -> str:
 def _about_contracts(kbt, query: str, doc_ids) -> bool:
     """The question speaks of a contract ("this agreement", "either party") or a document in scope is one (its
     opening names parties, read at ingest)."""
-    from app.agent.clauses.taxonomy import CONTRACT_WORDS
+    from app.agent.clauses.taxonomy import CONTRACT_WORDS, TOKEN
 
-    if set(re.findall(r"[a-z]+", query.lower())) & CONTRACT_WORDS:
+    if set(TOKEN.findall(query.lower())) & CONTRACT_WORDS:
         return True
     try:
         return any(f.parties for f in kbt.facts(doc_ids).values())

@@ -6,17 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app_test_helpers import ask_bi, bi_env  # tests/app/app_test_helpers.py
+from glued_report import REPORT  # tests/glued_report.py
 
 TENANT = "glued-words"
-REPORT = """<html><body><h1>Tallis Corp annual report 2019</h1>
-<p>Consolidated statement of cash flows (in millions)</p>
-<table>
-<tr><th></th><th>2019</th><th>2018</th></tr>
-<tr><td>Net cash provided by operating activities</td><td>2,410</td><td>2,205</td></tr>
-<tr><td>Purchases ofproperty, plant and equipment</td><td>(812)</td><td>(760)</td></tr>
-<tr><td>Proceeds fromsale ofbusinesses</td><td>95</td><td>40</td></tr>
-<tr><td>Net cash used in investing activities</td><td>(717)</td><td>(720)</td></tr>
-</table></body></html>"""
+
 
 
 def test_glued_function_words_are_split_and_real_words_kept():

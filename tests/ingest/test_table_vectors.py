@@ -8,14 +8,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-REPORT = """<html><body><h1>Tallis Corp annual report 2019</h1>
-<p>Consolidated statement of cash flows (in millions)</p>
-<table>
-<tr><th></th><th>2019</th><th>2018</th></tr>
-<tr><td>Net cash provided by operating activities</td><td>2,410</td><td>2,205</td></tr>
-<tr><td>Purchases ofproperty, plant and equipment</td><td>(812)</td><td>(760)</td></tr>
-<tr><td>Net cash used in investing activities</td><td>(717)</td><td>(720)</td></tr>
-</table></body></html>"""
+from glued_report import REPORT, ROWS  # tests/glued_report.py
 
 
 class Counting:
@@ -45,7 +38,7 @@ def test_vectors_are_stored_at_ingest_and_read_without_the_embedder(kb, tmp_path
     assert kb.ingest_file(path, "t-a").status == "ingested"
     (entry,) = _entries(kb)
     texts = table_texts(table_info(entry, path.name))
-    assert entry.vectors is not None and len(texts) == 4  # the description and three rows
+    assert entry.vectors is not None and len(texts) == 1 + ROWS  # the description and every row
     assert "Purchases of property, plant and equipment" in texts  # glued words split
     stored = unpack(entry.vectors, len(texts))
     fresh = kb.embedder.encode(texts)
@@ -71,9 +64,9 @@ def test_a_table_catalogued_before_vectors_is_embedded_once_on_first_read_or_rei
     counting = Counting(kb.embedder)
     name = _entries(kb)[0].sql_name
     first = stored_vectors(kb.engine, counting, "t-a", [name])
-    assert len(counting.texts) == 4 and _entries(kb)[0].vectors is not None
+    assert len(counting.texts) == 1 + ROWS and _entries(kb)[0].vectors is not None
     again = stored_vectors(kb.engine, counting, "t-a", [name])
-    assert len(counting.texts) == 4 and set(again) == set(first)  # stored once
+    assert len(counting.texts) == 1 + ROWS and set(again) == set(first)  # stored once
     with kb.engine.begin() as conn:
         conn.execute(sa.update(TableEntry).values(vectors=None, vector_texts=None))
     assert kb.ingest_file(path, "t-a").status == "unchanged"
