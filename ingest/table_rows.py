@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ingest.text_glue import unglue
+
 SCALE_WORDS = {"thousand": "thousands", "thousands": "thousands", "million": "millions", "millions": "millions",
                "billion": "billions", "billions": "billions", "000s": "thousands", "000's": "thousands",
                "000": "thousands", "mn": "millions", "bn": "billions", "mm": "millions"}
@@ -74,8 +76,9 @@ SUMMARY = re.compile(r"\b(selected|highlights?|summary|quarterly|non[\s-]?gaap|r
 
 def statement_title(line: str) -> str:
     """The statement kind a caption line names when the line is a statement's own title ("CONSOLIDATED
-    STATEMENTS OF CASH FLOWS", "Amcor plc - Condensed Consolidated Balance Sheets (Unaudited)"), else ""."""
-    s = " ".join(str(line or "").split())
+    STATEMENTS OF CASH FLOWS", "Amcor plc - Condensed Consolidated Balance Sheets (Unaudited)"), else "". A
+    function word the PDF's text layer glued to the next word ("Statements ofCash Flows") is split off first."""
+    s = unglue(" ".join(str(line or "").split()))
     if not s or len(s) > 120 or s.endswith((":", ".")) or s[:1].islower() or NOT_A_TITLE.search(s):
         return ""  # a sentence, or the end of one
     for kind, title_rx, _ in STATEMENTS:

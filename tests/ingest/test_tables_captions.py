@@ -18,6 +18,9 @@ def test_statement_titles_are_caption_lines_not_sentences():
     assert statement_title("U.S. GAAP Condensed Consolidated Statements of Income (Unaudited)") == "income_statement"
     assert statement_title("Consolidated Statements of Equity") == "equity"
     assert statement_title("Consolidated Statements of Changes in Shareholders' Equity") == "equity"
+    # a PDF text layer that dropped the space after a function word still names its statement
+    assert statement_title("Consolidated Statement ofCash Flows") == "cash_flow"
+    assert statement_title("CONSOLIDATED STATEMENTS OFINCOME") == "income_statement"
     for sentence in ["The following tables provide the effects of derivative instruments on the consolidated "
                      "statements of income:",
                      "Supplemental balance sheet information related to our leases was as follows ($ in millions):",
