@@ -20,6 +20,7 @@ import re
 from app.agent.bi_ground import expanded_words
 from app.agent.bi_question import WHICH, ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
+from app.agent.vocabulary import row_kinds
 
 ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
 ROW_DENSE = 0.75  # or an embedding this close, sharing a word
@@ -82,8 +83,6 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     return doubts
 
 
-ROW_KIND = re.compile(r"\b(segment|region|countr(?:y|ie)|product|division|business|subsidiar(?:y|ie)|customer)s?\b",
-                      re.I)
 
 
 def kind_of_rows(question: str) -> str:
@@ -93,8 +92,9 @@ def kind_of_rows(question: str) -> str:
     m = WHICH.search(question)
     if not m:
         return ""
-    found = ROW_KIND.findall(question[m.start(): m.end() + 40])
-    return found[-1].lower() if found else ""
+    kinds = row_kinds()  # data: app/data/vocabulary.yaml
+    found = [kinds[w] for w in re.findall(r"[a-z]+", question[m.start(): m.end() + 40].lower()) if w in kinds]
+    return found[-1] if found else ""
 
 
 HEADING_CHARS = 80  # a section this short is a heading; a longer one is the prose above the table
