@@ -14,10 +14,12 @@ from app.agent.clauses.playbook import taxonomy_for
 
 
 def find_passages(kb, tenant: str, question: str, k: int = 6, doc_ids: list[str] | None = None,
-                  scope: "scope_mod.Scope | None" = None):
-    """Clause units best first, as passages (``score``: the fused score; ``text``: the whole unit)."""
+                  scope: "scope_mod.Scope | None" = None, kind: str | None | bool = False):
+    """Clause units best first, as passages (``score``: the fused score; ``text``: the whole unit). ``kind``:
+    the kind the question frame read (a name, or None for none); by default the asking part is read here."""
     scope = scope or scope_mod.resolve(kb, tenant, question, doc_ids)
     query = scope.query or question
     kbt = kb.for_tenant(tenant)
-    kind = taxonomy_for(kb, tenant).match(query)
+    taxonomy = taxonomy_for(kb, tenant)
+    kind = taxonomy.match(query, kb.embedder) if kind is False else taxonomy.get(kind)
     return [u.passage() for u in find_units(kbt, query, kind, scope.doc_ids, k)]

@@ -157,9 +157,10 @@ def _missing_documents(kbt, question: str, doc_ids) -> str:
 def _about_contracts(kbt, query: str, doc_ids) -> bool:
     """The question speaks of a contract ("this agreement", "either party") or a document in scope is one (its
     opening names parties, read at ingest)."""
-    from app.agent.clauses.taxonomy import CONTRACT_WORDS, TOKEN
+    from app.agent.clauses.taxonomy import TOKEN
+    from app.agent.vocabulary import contract_words
 
-    if set(TOKEN.findall(query.lower())) & CONTRACT_WORDS:
+    if set(TOKEN.findall(query.lower())) & contract_words():  # data: app/data/vocabulary.yaml
         return True
     try:
         return any(f.parties for f in kbt.facts(doc_ids).values())
@@ -170,10 +171,10 @@ def _about_contracts(kbt, query: str, doc_ids) -> bool:
 
 def _clause_kind(kbt, query: str, taxonomy=None):
     """(the taxonomy's kind the asking part names, or None; whether the reading is strong). The tenant's
-    playbook is merged over the built-in kinds."""
+    playbook is merged over the built-in kinds; the embedder confirms a kind named by one word only."""
     from app.agent.clauses.playbook import taxonomy_for
 
-    return (taxonomy or taxonomy_for(kbt.kb, kbt.tenant)).reading(query)
+    return (taxonomy or taxonomy_for(kbt.kb, kbt.tenant)).reading(query, getattr(kbt.kb, "embedder", None))
 
 
 def plan_of(config: Any):

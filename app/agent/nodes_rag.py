@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from app import prompts
 from app.agent import clause_types, scope as scope_mod
 from app.agent.clause_search import find_passages
+from app.agent.clauses.playbook import taxonomy_for
 from app.agent.filing_scope import without_filing_date
 from app.agent.filing_subject import asks_subject, subject_answer
 from app.agent.grounding import clean_answer
@@ -45,7 +46,7 @@ def make_rag_nodes(deps: AgentDeps):
             deps.kb.for_tenant(state["tenant"]), state["question"], state.get("doc_ids"), "rag")  # run alone
         scope = scope_mod.Scope(frame.doc_ids, frame.query, "", {})
         k = max(deps.settings.retrieval_k, ANSWER_PASSAGES)
-        hits = find_passages(deps.kb, state["tenant"], frame.query, k=k, scope=scope)
+        hits = find_passages(deps.kb, state["tenant"], frame.query, k=k, scope=scope, kind=frame.clause_kind)
         return {"passages": [passage_dict(p) for p in hits], "route": "rag", "search_query": frame.query,
                 "clause_type": frame.clause_kind}
 
@@ -65,7 +66,8 @@ def make_rag_nodes(deps: AgentDeps):
             if found:
                 cands.append(as_candidate(found, "rag", "text"))
         if ctype is not None:  # a contract clause: the clause's own sentence(s)
-            cands += clause_candidates(ctype, question, graded[:ANSWER_PASSAGES])
+            kind = taxonomy_for(deps.kb, state["tenant"]).get(ctype)
+            cands += clause_candidates(ctype, question, graded[:ANSWER_PASSAGES], slot=kind.answer if kind else "")
         # the sentence that states it and the span read off it; a question of a clause type gets a figure at most
         ranked = graded + [p for p in passages if p not in graded]
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
@@ -110,13 +112,16 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
     return {"answer": draft, "citations": cites, "supported": ok, "related": []}
 
 
-def clause_candidates(ctype: str, question: str, passages: list[dict], per_passage: int = 2) -> list[dict]:
-    """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature."""
+def clause_candidates(ctype: str, question: str, passages: list[dict], per_passage: int = 2,
+                      slot: str = "") -> list[dict]:
+    """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature.
+    ``slot``: what the kind's answer states (the taxonomy's ``answer``), read off the quote as a lead-in."""
     ct = clause_types.BY_NAME.get(ctype)
+    slot = slot or (ct.slot if ct is not None else "")
     qwords, out = content_words(question), []
     for p in passages:
         for quote in candidate_quotes(p["text"], ct, qwords, top=per_passage):
-            lead = lead_in(ct, quote)
+            lead = lead_in(slot, quote)
             ok, _why = verify(ctype, question, lead, [quote])
             cite = citation(p, quote)
             out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
@@ -143,7 +148,7 @@ def extractive_answer(ctype: str | None, question: str, passages: list[dict]) ->
     qwords = content_words(question)
     for p in passages:
         for quote in candidate_quotes(p["text"], ct, qwords):
-            lead = lead_in(ct, quote)
+            lead = lead_in(ct.slot if ct is not None else "", quote)
             ok, _why = verify(ctype, question, lead, [quote])
             if ok:
                 cite = citation(p, quote)
@@ -151,16 +156,14 @@ def extractive_answer(ctype: str | None, question: str, passages: list[dict]) ->
     return None
 
 
-def lead_in(ct, quote: str) -> str:
+def lead_in(slot: str, quote: str) -> str:
     """A one-line lead-in read off the quote (a jurisdiction or a date), or "" (verified like any answer)."""
-    if ct is None:
-        return ""
-    if ct.slot == "jurisdiction":
+    if slot == "jurisdiction":
         m = JURISDICTION.search(quote)
         if m:
             place = re.sub(r"^laws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?", "", m.group(0)).strip()
             return f"Governing law: {place}."
-    if ct.slot == "date":
+    if slot == "date":
         m = DATE.search(quote)
         if m:
             return f"Date: {m.group(0).strip()}."

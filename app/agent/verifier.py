@@ -13,6 +13,9 @@ General evidence only, as features of (frame, candidate):
   section title;
 - ``slot``: the answer slot is filled (a jurisdiction, a duration, an amount, parties, a date; a figure for a
   figure question);
+- ``fit``: the share of the question's content words the clause kind's data explains (0 with no kind);
+  ``rest``: the share of the words it does not explain (all of them with no kind) that the span and its section
+  title state: a kind read off one shared word leaves the rest of the question to the span;
 - ``check``, ``rank``, the route, the span's length, whether it is the document's opening.
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
 its span, a span from a document out of scope, a BI program that does not compute the operation asked ("the
@@ -34,16 +37,18 @@ from typing import Optional
 import numpy as np
 
 from app.agent.bi_question import operation_unmet
+from app.agent.clauses.taxonomy import asked_words, stems
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
 from app.agent.verify import DATE, answer_in_span, has_slot
 
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
-FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model")
+FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model",
+            "fit", "rest")
 # the prior before calibration: the route's own check leads, similarity and coverage decide among the rest
 PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "slot": 0.5, "rank": 1.5,
-         "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5}
+         "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5, "fit": 0.0, "rest": 1.0}
 PRIOR_THRESHOLD = 0.5
 PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
@@ -159,6 +164,19 @@ def _cov(words: set[str], text: str) -> float:
     return len(words & key_words(text)) / len(words)
 
 
+def _rest(frame, kind, text: str) -> tuple[float, float]:
+    """(fit, rest) of a candidate: how much of the question the kind explains, and how much of what it does
+    not explain the cited text states."""
+    query = frame.query if frame is not None else ""
+    if kind is not None and hasattr(kind, "rest"):
+        fit, residual = kind.fit(query), kind.rest(query)
+    else:
+        fit, residual = 0.0, asked_words(query)
+    if not residual:
+        return fit, 1.0
+    return fit, len(residual & set(stems(text))) / len(residual)
+
+
 def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> tuple[dict, list[str]]:
     """-> (features, hard-gate failures) of one candidate."""
     span = span_of(candidate)
@@ -194,6 +212,7 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
          "bi": 1.0 if candidate.get("route") == "bi" else 0.0,
          "long": 1.0 if candidate.get("route") == "long" else 0.0,
          "model": 1.0 if candidate.get("source") == "model" else 0.0}
+    x["fit"], x["rest"] = _rest(frame, kind, f"{sections} {span}")
     return x, gates
 
 

@@ -50,8 +50,11 @@ def load_questions(path: Path) -> list[Question]:
     data = json.loads(Path(path).read_text())
     cfg = data["config"]
     base = Path(cfg["index_dir"]).parent
+    cats = cfg.get("categories")
+    if cats is None and cfg["kind"] == "cuad":  # results written before the config kept them: the records' own
+        cats = sorted({r.get("category") for r in data["records"] if r.get("category")}) or None
     ds = load_dataset(Path(cfg["dataset"]), cfg["kind"], base / "rendered", max_docs=cfg.get("docs"),
-                      names=cfg.get("names", True), categories=cfg.get("categories"),
+                      names=cfg.get("names", True), categories=cats,
                       render=cfg.get("render") or "html")
     items = {i.id: i for i in ds.items}
     out = []
@@ -174,6 +177,8 @@ def _kept_from(data: dict, refit: set[str]) -> tuple[Model, dict, list[str]]:
     if not data:
         return {}, {}, []
     entries = {k: e for k, e in (data.get("kinds") or {}).items() if k not in refit}
+    for e in entries.values():  # a feature added since that fit weighs nothing in it
+        e["weights"] = {f: float(e["weights"].get(f, 0.0)) for f in FEATURES}
     model = {k: (np.array([float(e["weights"].get(f, 0.0)) for f in FEATURES]), float(e["threshold"]))
              for k, e in entries.items()}
     return model, entries, [data["source"]] if data.get("source") else []

@@ -75,7 +75,8 @@ def eval_command(settings, dataset_dir: Path, kind: Optional[str] = None, limit:
                             "in_index": state.in_index,
                             "failed": dict(list(state.failed.items())[:20])}
     config = {"dataset": str(dataset_dir), "kind": dataset.kind, "name": dataset.name, "mode": mode,
-              "retrieval_only": retrieval_only, "names": names, "k": k, "limit": limit, "docs": docs,
+              "retrieval_only": retrieval_only, "names": names, "categories": categories, "k": k, "limit": limit,
+              "docs": docs,
               "workers": opts.workers, "report_only": report_only,
               "render": render if dataset.kind == "tatqa" else None, "retriever": state.retriever,
               "index_dir": str(run_settings.data_dir), "fingerprint": fp, "ingest_pinned": bool(pinned), "journal": str(journal.path),

@@ -120,7 +120,8 @@ def test_questions_name_their_kind_and_an_unknown_kind_is_none():
     assert tax.match("Is there a force majeure clause?") is None
     mine = get_taxonomy([kind_from_dict(FORCE_MAJEURE, source="playbook")])
     assert mine.match("Is there a force majeure clause?").name == "force majeure"
-    assert len(mine) == 21 and len(tax) == 20  # the built-ins are not changed by a tenant's kinds
+    assert len(mine) == len(tax) + 1  # the built-ins are not changed by a tenant's kinds
+    assert tax.match("What is the date of this agreement?").name == "agreement date"
 
 
 def test_a_kind_named_by_one_word_is_a_weak_reading():
@@ -129,9 +130,31 @@ def test_a_kind_named_by_one_word_is_a_weak_reading():
     tax = get_taxonomy()
     kind, strong = tax.reading("Which party has audit rights over the books?")
     assert kind.name == "audit rights" and strong
+    kind, strong = tax.reading("Is there an audit clause?")  # one word, and all the question asks
+    assert kind.name == "audit rights" and not strong
     kind, strong = tax.reading("What were the audit fees in 2019?")  # a line item's word, maybe a clause
     assert kind.name == "audit rights" and not strong
     assert tax.reading("What happens if a party goes bankrupt?") == (None, False)
+
+
+def test_a_weak_reading_that_explains_little_of_the_question_is_no_reading(kb):
+    """One shared word ("license") names a kind, but the question asks about something the kind's data does
+    not say (escrow of source code): it is read by its own words, not as the license grant."""
+    from app.agent.clauses.taxonomy import MIN_FIT, get_taxonomy
+
+    tax = get_taxonomy()
+    q = "Is source code held in escrow for the benefit of the licensee?"
+    assert tax.match_scores(q)[0][1].name == "license grant"  # the one word matches ...
+    assert tax.match_scores(q)[0][1].fit(q) < MIN_FIT  # ... and explains little of the rest
+    assert tax.reading(q) == (None, False) and tax.reading(q, kb.embedder) == (None, False)  # nor near in meaning
+    # most of the words are not the kind's, but the question is about it: the embedder confirms the one word
+    q = "How long do the confidentiality obligations last?"
+    assert tax.reading(q) == (None, False)
+    assert tax.reading(q, kb.embedder)[0].name == "confidentiality"
+    assert tax.match("What license is granted under this agreement?").name == "license grant"
+    kind, strong = tax.reading("What insurance must the supplier maintain?")  # weak, and the whole question
+    assert kind.name == "insurance" and not strong and kind.fit("What insurance must the supplier maintain?") >= MIN_FIT
+    assert kind.rest("What insurance must the supplier maintain?") == {"suppli"}
 
 
 def test_a_kind_added_only_as_data_finds_its_whole_numbered_section(kb):
@@ -197,8 +220,8 @@ def test_the_checklist_names_kinds_and_a_tenant_kind_works_there_without_code(kb
     shipped = load_questions(Path(__file__).resolve().parents[2] / "app" / "data" / "contract_review.yaml")
     checked = with_kinds(shipped, get_taxonomy())
     for q in checked:
-        if q.get("kind"):  # every kind the checklist names is read from its question
-            assert get_taxonomy().match(q["question"]).name == q["kind"], q
+        if q.get("kind"):  # every kind the checklist names is read from its question (as the agent reads it)
+            assert get_taxonomy().match(q["question"], kb.embedder).name == q["kind"], q
     mine = tmp_path / "checklist.yaml"
     mine.write_text("- id: fm\n  kind: force majeure\n- id: law\n  kind: governing law\n")
     qs = load_questions(mine)

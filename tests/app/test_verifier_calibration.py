@@ -110,3 +110,34 @@ def test_a_partial_refit_keeps_the_other_kinds(tmp_path):
     model, entries, sources = _kept(out, {"bi:bi"})
     assert set(model) == {"rag:clause"} and model["rag:clause"][1] == 0.88 and sources == ["cuad"]
     assert list(model["rag:clause"][0]) == [0.5] * len(FEATURES)
+
+
+def test_what_the_kind_does_not_explain_must_be_stated_by_the_span():
+    """``fit``: how much of the question the clause kind's data explains; ``rest``: how much of the rest the
+    cited text states. A kind read off one shared word ("licensee") leaves "source code held in escrow" to the
+    span: the license grant's own clause states none of it, the escrow clause all of it."""
+    from types import SimpleNamespace
+
+    from app.agent.clauses.taxonomy import built_in
+    from app.agent.verifier import features
+
+    q = "Is source code held in escrow for the benefit of the licensee?"
+    frame = SimpleNamespace(query=q, doc_ids=None, ask="text")
+    grant = built_in().get("license grant")
+
+    def cand(quote):
+        return {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
+                "source": "clause", "check": True, "rank": 0}
+
+    x, _ = features(frame, cand("Licensor grants Licensee a non-exclusive license to use the Software."), 0.5, 0.5,
+                    grant)
+    assert x["fit"] < 0.5 and x["rest"] == 0.0
+    x, _ = features(frame, cand("Licensor shall deposit the source code of the Software with an escrow agent, to be "
+                                "held for the benefit of Licensee."), 0.5, 0.5, grant)
+    assert x["rest"] == 1.0
+    law = built_in().get("governing law")  # the kind explains the whole question: nothing left to the span
+    x, _ = features(SimpleNamespace(query="What is the governing law?", doc_ids=None, ask="text"),
+                    cand("This Agreement is governed by the laws of Delaware."), 0.5, 0.5, law)
+    assert x["fit"] == 1.0 and x["rest"] == 1.0
+    x, _ = features(frame, cand("Licensor grants Licensee a license."), 0.5, 0.5, None)  # no kind: all is rest
+    assert x["fit"] == 0.0 and 0.0 < x["rest"] < 0.5

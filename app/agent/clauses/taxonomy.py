@@ -10,8 +10,8 @@ each kind's name, synonyms and heading words as phrases: a phrase matches when i
 question in order with at most one word between them. The longest phrase wins (a name or synonym over a heading
 word at equal length; more phrases of one kind break a tie), so "change of control ... assignment" reads as
 change of control, not anti-assignment.
-When no phrase matches and an embedder is given, the question may still be read as the kind whose description is
-nearest in meaning, only when the cosine clears ``MIN_COSINE`` and beats the runner-up by ``MARGIN``.
+A kind named by one word only, whose data explains less than half of the question's words, holds only when the
+embedder finds the question near the kind's description (``MIN_COSINE``); no phrase, no kind.
 """
 from __future__ import annotations
 
@@ -29,15 +29,13 @@ DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "clause_kinds.yaml"
 SLOTS = ("jurisdiction", "duration", "amount", "parties", "date", "clause")
 MAX_NAME = 80
 MAX_TEXT = 600
-MIN_COSINE, MARGIN = 0.55, 0.05  # embedder fallback: how near a description must be, and how far ahead
+MIN_COSINE = 0.55  # how near in meaning a weak reading that explains little of the question must be
 STRONG = 2.5  # a match score from a phrase of two words or more; one word ("audit") is a weak reading
+MIN_FIT = 0.5  # a weak reading holds only where the kind explains at least this share of the asking words
 # words that name no clause kind on their own (a question's frame: "what", "the agreement", "a party")
 FRAME_WORDS = {"agreement", "agreements", "contract", "contracts", "party", "parties'", "clause", "clauses",
                "section", "sections", "provision", "provisions", "document", "say", "says", "state", "states"}
 TOKEN = re.compile(r"[a-z0-9]+")
-# words by which a question speaks of a contract: a kind read off one word holds beside them
-CONTRACT_WORDS = {"agreement", "agreements", "contract", "contracts", "clause", "clauses", "provision", "provisions",
-                  "party", "parties", "lease", "license", "licence"}
 
 
 class TaxonomyError(ValueError):
@@ -52,6 +50,11 @@ def stems(text: str) -> list[str]:
             continue
         out.append(stem(w))
     return out
+
+
+def asked_words(question: str) -> set[str]:
+    """The content-word stems of a question, figures aside (a year is a scope, not what is asked about)."""
+    return {w for w in stems(question) if not w.isdigit()}
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,17 @@ class ClauseKind:
     def profile(self) -> set[str]:
         """Stems that say this clause: its name, synonyms, headings, description and wordings."""
         return set(stems(" ".join([self.name, *self.synonyms, *self.headings, self.description, *self.wordings])))
+
+    def fit(self, question: str) -> float:
+        """The share of the question's content words this kind's data explains (name, synonyms, headings,
+        description, wordings): 1.0 for "what is the governing law?", low where one shared word ("license")
+        named the kind and the rest of the question asks about something else ("held in escrow")."""
+        asked = asked_words(question)
+        return len(asked & self.profile()) / len(asked) if asked else 0.0
+
+    def rest(self, question: str) -> set[str]:
+        """The question's content words this kind does not explain: what the answer must speak of itself."""
+        return asked_words(question) - self.profile()
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "description": self.description, "wordings": list(self.wordings),
@@ -219,29 +233,32 @@ class Taxonomy:
     def reading(self, question: str, embedder=None) -> tuple[Optional[ClauseKind], bool]:
         """(the kind asked about or None, whether the reading is strong: named by a phrase of two words or
         more). One word ("What were the audit fees?") may name a kind or be a line item's word; the caller
-        weighs a weak reading against what else answers the question."""
+        weighs a weak reading against what else answers the question. A weak reading whose kind's data explains
+        less than ``MIN_FIT`` of the question's words is no reading unless the embedder finds the question near
+        the kind in meaning (``MIN_COSINE``): "is source code held in escrow for the licensee?" shares only
+        "license" with the license grant; "how long do confidentiality obligations last?" is about
+        confidentiality though most of its words are not."""
         scored = self.match_scores(question)
-        if scored:
-            return scored[0][1], scored[0][0] >= STRONG
-        kind = self._nearest(question, embedder) if embedder is not None else None
-        return kind, False
+        if not scored:
+            return None, False
+        kind, strong = scored[0][1], scored[0][0] >= STRONG
+        if strong or kind.fit(question) >= MIN_FIT:
+            return kind, strong
+        if embedder is not None and self.cosine(question, kind, embedder) >= MIN_COSINE:
+            return kind, False
+        return None, False
 
-    def _nearest(self, question: str, embedder) -> Optional[ClauseKind]:
+    def cosine(self, question: str, kind: ClauseKind, embedder) -> float:
+        """The embedder's cosine of the question and the kind's name and description."""
         import numpy as np
 
-        kinds = list(self.kinds.values())
-        if len(kinds) < 2 or not stems(question):
-            return None
         with self._lock:
             if self._vectors is None:
-                self._vectors = np.asarray(embedder.encode([f"{k.name}: {k.description}" for k in kinds]))
+                kinds = list(self.kinds.values())
+                vecs = np.asarray(embedder.encode([f"{k.name}: {k.description}" for k in kinds]))
+                self._vectors = {k.name: v / (np.linalg.norm(v) + 1e-9) for k, v in zip(kinds, vecs)}
         v = np.asarray(embedder.encode([question]))[0]
-        m = self._vectors
-        cos = m @ v / (np.linalg.norm(m, axis=1) * np.linalg.norm(v) + 1e-9)
-        order = np.argsort(-cos)
-        if cos[order[0]] >= MIN_COSINE and cos[order[0]] - cos[order[1]] >= MARGIN:
-            return kinds[int(order[0])]
-        return None
+        return float(self._vectors[kind.name] @ v / (np.linalg.norm(v) + 1e-9))
 
 
 _BUILT_IN: Optional[Taxonomy] = None
