@@ -18,7 +18,9 @@ General evidence only, as features of (frame, candidate):
   title state: a kind read off one shared word leaves the rest of the question to the span;
 - ``check``, ``rank``, the route, the span's length, whether it is the document's opening.
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
-its span, a span from a document out of scope, a BI program that does not compute the operation asked ("the
+its span, a span from a document out of scope, a clause kind that explains less than half of the question
+whose span states less than half of the rest ("what exceptions apply to the non-compete?" answered by the
+non-compete clause itself), a BI program that does not compute the operation asked ("the
 change in the average" answered by an average). A BI program's ``cov`` is the share of the question's item words
 its rows, columns and title explain (``bi_grounding``). The weights and thresholds are calibrated on the dev sets per
 kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
@@ -52,6 +54,7 @@ PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "s
 PRIOR_THRESHOLD = 0.5
 PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
+HALF = 0.5  # a question its clause kind explains less than half of: the span must state half of the rest
 NAME_OK = re.compile(r"^(?:Not verified|Governing law|Date|Rows used|Source|SQL)\b")
 
 
@@ -213,6 +216,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
          "long": 1.0 if candidate.get("route") == "long" else 0.0,
          "model": 1.0 if candidate.get("source") == "model" else 0.0}
     x["fit"], x["rest"] = _rest(frame, kind, f"{sections} {span}")
+    if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
+        gates.append("the question asks more than its clause kind, and the cited text does not say it")
     return x, gates
 
 

@@ -129,12 +129,13 @@ def test_what_the_kind_does_not_explain_must_be_stated_by_the_span():
         return {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
                 "source": "clause", "check": True, "rank": 0}
 
-    x, _ = features(frame, cand("Licensor grants Licensee a non-exclusive license to use the Software."), 0.5, 0.5,
-                    grant)
+    x, gates = features(frame, cand("Licensor grants Licensee a non-exclusive license to use the Software."), 0.5,
+                        0.5, grant)
     assert x["fit"] < 0.5 and x["rest"] == 0.0
-    x, _ = features(frame, cand("Licensor shall deposit the source code of the Software with an escrow agent, to be "
+    assert gates == ["the question asks more than its clause kind, and the cited text does not say it"]
+    x, gates = features(frame, cand("Licensor shall deposit the source code of the Software with an escrow agent, to be "
                                 "held for the benefit of Licensee."), 0.5, 0.5, grant)
-    assert x["rest"] == 1.0
+    assert x["rest"] == 1.0 and not gates
     law = built_in().get("governing law")  # the kind explains the whole question: nothing left to the span
     x, _ = features(SimpleNamespace(query="What is the governing law?", doc_ids=None, ask="text"),
                     cand("This Agreement is governed by the laws of Delaware."), 0.5, 0.5, law)
