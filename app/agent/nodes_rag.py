@@ -19,6 +19,8 @@ from langchain_core.runnables import RunnableConfig
 from app import prompts
 from app.agent import clause_types, scope as scope_mod
 from app.agent.clause_search import find_passages
+from app.agent.clauses.definitions import defining_sentence
+from app.agent.clauses.finder import OPENING_CHARS
 from app.agent.clauses.playbook import taxonomy_for
 from app.agent.filing_scope import without_filing_date
 from app.agent.filing_subject import asks_subject, subject_answer
@@ -120,12 +122,20 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
     slot = slot or (ct.slot if ct is not None else "")
     qwords, out = content_words(question), []
     for p in passages:
-        for quote in candidate_quotes(p["text"], ct, qwords, top=per_passage):
+        quotes = candidate_quotes(p["text"], ct, qwords, top=per_passage)
+        # a value the contract defines (its "Effective Date"): the definition of the term asked about; a clause
+        # ("what happens on a change of control?") is the operative clause, not the term's definition
+        defining = defining_sentence(question, p["text"]) if slot not in ("", "clause") else ""
+        if defining and not any(defining in q for q in quotes):
+            quotes = [defining] + quotes
+        for quote in quotes:
             lead = lead_in(slot, quote)
             ok, _why = verify(ctype, question, lead, [quote])
+            ok = ok or quote == defining  # the contract's own definition of the term asked about
             cite = citation(p, quote)
             out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
-                                    "rag", "clause", rank=len(out), opening=p.get("char_start") == 0))
+                                    "rag", "clause", rank=len(out),
+                                    opening=p.get("char_start") is not None and p["char_start"] < OPENING_CHARS))
     return out
 
 

@@ -16,7 +16,10 @@ General evidence only, as features of (frame, candidate):
 - ``fit``: the share of the question's content words the clause kind's data explains (0 with no kind);
   ``rest``: the share of the words it does not explain (all of them with no kind) that the span and its section
   title state: a kind read off one shared word leaves the rest of the question to the span;
-- ``check``, ``rank``, the route, the span's length, whether it is the document's opening.
+- ``check``, ``rank``, the route, the span's length, whether it is the document's opening (its first 1,500
+  characters): ``preamble`` where the kind's answer is the parties or a date, which the opening states, else
+  ``opening``; ``defines``: for a value (a date, a duration, ...), the span defines a quoted term the question
+  names (the "Effective Date").
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
 its span, a span from a document out of scope, a clause kind that explains less than half of the question
 whose span states less than half of the rest ("what exceptions apply to the non-compete?" answered by the
@@ -39,6 +42,7 @@ from typing import Optional
 import numpy as np
 
 from app.agent.bi_question import operation_unmet
+from app.agent.clauses.definitions import defines
 from app.agent.clauses.taxonomy import asked_words, stems
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
@@ -47,10 +51,11 @@ from app.agent.verify import DATE, answer_in_span, has_slot
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
 FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model",
-            "fit", "rest")
+            "fit", "rest", "preamble", "defines")
 # the prior before calibration: the route's own check leads, similarity and coverage decide among the rest
 PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "slot": 0.5, "rank": 1.5,
-         "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5, "fit": 0.0, "rest": 1.0}
+         "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5, "fit": 0.0, "rest": 1.0,
+         "preamble": 0.5, "defines": 0.5}
 PRIOR_THRESHOLD = 0.5
 PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
@@ -211,11 +216,13 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
          "slot": (1.0 if has_slot(slot, span) else 0.0) if slot else 0.5,
          "rank": 1.0 / (1.0 + float(candidate.get("rank") or 0)),
          "opening": 1.0 if candidate.get("opening") and slot not in ("parties", "date") else 0.0,
+         "preamble": 1.0 if candidate.get("opening") and slot in ("parties", "date") else 0.0,
          "length": min(1.0, len(span.split()) / 200.0),
          "bi": 1.0 if candidate.get("route") == "bi" else 0.0,
          "long": 1.0 if candidate.get("route") == "long" else 0.0,
          "model": 1.0 if candidate.get("source") == "model" else 0.0}
     x["fit"], x["rest"] = _rest(frame, kind, f"{sections} {span}")
+    x["defines"] = 1.0 if frame is not None and slot not in (None, "", "clause") and defines(frame.query, span) else 0.0
     if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
         gates.append("the question asks more than its clause kind, and the cited text does not say it")
     return x, gates

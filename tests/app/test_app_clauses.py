@@ -26,6 +26,8 @@ SUPPLY = [
     ("1.1 \"Products\" means the optical lens assemblies listed in Schedule A, as amended from time to time by "
      "written agreement of the parties. " + FILLER, None),
     ("1.2 \"Territory\" means the U.S. and Canada. " + FILLER, None),
+    ("1.3 \"Effective Date\" means the date on which the regulator first clears the Products for sale in the "
+     "Territory. " + FILLER, None),
     ("2. Supply and Purchase", "h"),
     ("2.1 Supply. Supplier shall manufacture and deliver the Products to Buyer in accordance with each purchase "
      "order accepted under this Agreement. " + FILLER * 3, "break"),
@@ -115,6 +117,15 @@ def test_assignment_and_term_questions_quote_their_clauses(service):
     assert a.supported and "prior written consent" in flat(a.citations[0].quote)
     t = service.ask(TENANT, names + "how long is the initial term?", mode="rag")
     assert t.supported and "five (5) years" in flat(t.citations[0].quote)
+
+
+def test_an_effective_date_the_contract_defines_is_answered_by_its_definition(service):
+    """The agreement is dated March 3, 2021 but takes effect on an event its definitions name: the answer is
+    the contract's own definition of the term the question names, not the date of its opening."""
+    names = "Consider the Supply Agreement between Harrow Optics Inc. and Quillon Medical Devices Ltd.; "
+    a = service.ask(TENANT, names + "on what date does this agreement become effective?", mode="rag")
+    assert flat(a.citations[0].quote).startswith("1.3 \"Effective Date\" means"), a
+    assert "first clears the Products" in flat(a.citations[0].quote) and "March 3, 2021" not in a.answer
 
 
 def test_a_clause_the_contract_lacks_is_not_stated_and_the_notice_clause_is_only_related(service):

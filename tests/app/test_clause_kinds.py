@@ -169,6 +169,8 @@ def test_a_kind_added_only_as_data_finds_its_whole_numbered_section(kb):
     assert "Insolvency" not in top and "Fees" not in top  # and nothing of the next section or the one before
     assert "reasonable control" in units[0].quote and units[0].quote in units[0].text
     assert units[0].page == 2 and units[0].filename == "msa.pdf"
+    p = units[0].passage()  # its offsets in the document: the opening is told from the rest
+    assert p.char_start == units[0].offset > 0 and p.char_end == units[0].offset + len(units[0].text)
 
 
 def test_a_question_of_no_known_kind_finds_its_section_by_its_own_words(kb):

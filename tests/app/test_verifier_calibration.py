@@ -142,3 +142,38 @@ def test_what_the_kind_does_not_explain_must_be_stated_by_the_span():
     assert x["fit"] == 1.0 and x["rest"] == 1.0
     x, _ = features(frame, cand("Licensor grants Licensee a license."), 0.5, 0.5, None)  # no kind: all is rest
     assert x["fit"] == 0.0 and 0.0 < x["rest"] < 0.5
+
+
+def test_the_opening_is_evidence_for_parties_and_dates_and_a_feature_of_its_own():
+    """A candidate from the document's opening: ``preamble`` for a kind whose answer is the parties or a date
+    (the opening states them), ``opening`` for any other kind (an opening paragraph quoted as a clause)."""
+    from types import SimpleNamespace
+
+    from app.agent.clauses.taxonomy import built_in
+    from app.agent.verifier import features
+
+    quote = "This Agreement is made as of March 3, 2020 by and between Acme Inc. and Beta LLC."
+    cand = {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
+            "source": "clause", "check": True, "rank": 0, "opening": True}
+    frame = SimpleNamespace(query="What is the date of this agreement?", doc_ids=None, ask="date")
+    x, _ = features(frame, cand, 0.5, 0.5, built_in().get("agreement date"))
+    assert x["preamble"] == 1.0 and x["opening"] == 0.0
+    frame = SimpleNamespace(query="What is the governing law?", doc_ids=None, ask="text")
+    x, _ = features(frame, cand, 0.5, 0.5, built_in().get("governing law"))
+    assert x["preamble"] == 0.0 and x["opening"] == 1.0
+    x, _ = features(frame, dict(cand, opening=False), 0.5, 0.5, built_in().get("governing law"))
+    assert x["preamble"] == 0.0 and x["opening"] == 0.0
+
+
+def test_a_span_that_defines_the_term_the_question_names_is_evidence():
+    from app.agent.verifier import defines
+
+    q = "On what date does this agreement become effective?"
+    assert defines(q, "This Agreement shall be effective as of the date (the \u201cEffective Date\u201d) on which the "
+                      "Site becomes fully operational.")
+    assert not defines(q, "This Agreement (the \u201cAgreement\u201d) is made as of May 1, 2019.")  # a frame word only
+    assert not defines(q, "\u201cTerritory\u201d means the United States.")
+    assert defines("What is the Territory?", "\u201cTerritory\u201d means the United States.")
+    # a definition that only points elsewhere is no definition: the answer is where it points
+    assert not defines(q, "\u201cEffective Date\u201d has the meaning assigned to it in Section 3.1.")
+    assert not defines(q, "\u201cEffective Date\u201d means the date first written above.")

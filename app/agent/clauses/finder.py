@@ -17,6 +17,9 @@
      that reads like the kind,
    - for an answer that states parties or a date: the opening of the document (its first characters, however
      many small units such as an exhibit label it starts with);
+   - for an answer that is a value (a date, a duration, ...): a definition of a term the question names (the
+     "Effective Date" for "when does it become effective?"), whose defining sentence becomes the unit's quote (any other definition weighs less: it names a clause
+     without being it);
 4. each unit returned carries its best sentence(s) as ``quote``.
 
 Nothing here names a kind: every kind, built-in or a tenant's, is found the same way from its data.
@@ -28,6 +31,7 @@ import re
 from collections import Counter
 from typing import Optional
 
+from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.clauses.units import Unit, document_units
 from app.agent.verify import has_slot
@@ -37,6 +41,7 @@ SEARCH_K = 30
 SCAN_MAX_DOCS = 5  # score every unit of the documents in scope when there are at most this many
 OPEN_DOCS = 3  # without a small scope: the documents of the best hits read unit by unit
 W_RANK, W_LEX, W_WORD, W_HEAD, W_OPEN, W_SLOT = 1.0, 3.2, 0.3, 0.3, 1.2, 1.0  # fitted on the first 60 CUAD-dev contracts
+W_DEF = 1.0  # a unit that defines the term the question names (the "Effective Date"): the contract's own answer
 DEFINITION = re.compile(r"^\W*(?:\(?[a-z0-9]{1,4}[.)]\s*)?[\"\u201c][^\"\u201d]{1,60}[\"\u201d]\s*(?:shall\s+)?"
                         r"(?:means?|has the meaning|refers?)\b", re.I)
 OPENING_CHARS = 1500  # a unit starting within this many characters of the document's text is its opening
@@ -195,9 +200,13 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
                  "heading": max(prof.heading(u.heading), prof.heading(u.text[:100]))}
         if kind is not None and kind.answer in ("parties", "date"):
             parts["opening"] = 1.0 if u.offset < OPENING_CHARS else 0.5 if u.offset < 3 * OPENING_CHARS else 0.0
+        defining = defining_sentence(query, u.text)[:MAX_QUOTE] if slot else ""  # a value the term defines
+        if defining:
+            parts["defines"], quote = 1.0, defining
         s = (W_RANK * parts["rank"] + W_LEX * parts["lexical"] + W_WORD * parts["wording"]
-             + W_HEAD * parts["heading"] + W_OPEN * parts.get("opening", 0.0) + W_SLOT * filled)
-        if DEFINITION.search(u.text[:200]) and not parts.get("opening"):
+             + W_HEAD * parts["heading"] + W_OPEN * parts.get("opening", 0.0) + W_SLOT * filled
+             + W_DEF * parts.get("defines", 0.0))
+        if DEFINITION.search(u.text[:200]) and not parts.get("opening") and not defining:
             parts["definition"] = 1.0
             s *= 0.7  # a definition names the clause without being it
         u.score, u.quote, u.parts = float(s), quote, parts

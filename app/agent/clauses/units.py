@@ -40,12 +40,13 @@ class Unit:
     tokens: list = field(default_factory=list, repr=False)  # content-word stems (set by the finder)
 
     def passage(self, score: float | None = None):
-        """The unit as an ``ingest.types.Passage`` (its first chunk's id; offsets unknown: 0)."""
+        """The unit as an ``ingest.types.Passage`` (its first chunk's id; its offsets in the document's units'
+        text, so a reader can tell the document's opening from the rest)."""
         from ingest.types import Passage
 
         return Passage(self.chunk_ids[0] if self.chunk_ids else f"{self.doc_id}:{self.position}", self.doc_id,
                        self.filename, self.page, self.section, self.text,
-                       float(self.score if score is None else score), 0, 0)
+                       float(self.score if score is None else score), self.offset, self.offset + len(self.text))
 
 
 def section_number(label: str) -> str | None:
