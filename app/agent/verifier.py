@@ -23,7 +23,8 @@ General evidence only, as features of (frame, candidate):
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
 its span, a span from a document out of scope, a clause kind that explains less than half of the question
 whose span states less than half of the rest ("what exceptions apply to the non-compete?" answered by the
-non-compete clause itself), a BI program that does not compute the operation asked ("the
+non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
+notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
 change in the average" answered by an average). A BI program's ``cov`` is the share of the question's item words
 its rows, columns and title explain (``bi_grounding``). The weights and thresholds are calibrated on the dev sets per
 kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
@@ -172,6 +173,15 @@ def _cov(words: set[str], text: str) -> float:
     return len(words & key_words(text)) / len(words)
 
 
+def _named_besides(frame, kind) -> set[str]:
+    """The question's words, beyond its clause kind, that name another kind of the shipped taxonomy."""
+    if frame is None or kind is None or not hasattr(kind, "rest"):
+        return set()
+    from app.agent.clauses.taxonomy import built_in
+
+    return built_in().named_besides(kind, frame.query)
+
+
 def _rest(frame, kind, text: str) -> tuple[float, float]:
     """(fit, rest) of a candidate: how much of the question the kind explains, and how much of what it does
     not explain the cited text states."""
@@ -225,6 +235,10 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     x["defines"] = 1.0 if frame is not None and slot not in (None, "", "clause") and defines(frame.query, span) else 0.0
     if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
         gates.append("the question asks more than its clause kind, and the cited text does not say it")
+    besides = _named_besides(frame, kind)
+    if besides and candidate.get("route") == "rag" and not {w[:5] for w in besides} & {w[:5] for w in stems(
+            f"{sections} {span}")}:
+        gates.append(f"the question also names {', '.join(sorted(besides))}, which the cited text does not speak of")
     return x, gates
 
 

@@ -177,3 +177,29 @@ def test_a_span_that_defines_the_term_the_question_names_is_evidence():
     # a definition that only points elsewhere is no definition: the answer is where it points
     assert not defines(q, "\u201cEffective Date\u201d has the meaning assigned to it in Section 3.1.")
     assert not defines(q, "\u201cEffective Date\u201d means the date first written above.")
+
+
+def test_a_question_that_also_names_another_kind_needs_a_span_that_speaks_of_it():
+    """Read as the notice period, "what notice period is required to terminate renewal?" also names renewal (the
+    renewal term's name): a termination notice that never speaks of renewal does not answer it."""
+    from types import SimpleNamespace
+
+    from app.agent.clauses.taxonomy import built_in
+    from app.agent.verifier import features
+
+    q = "What notice period is required to terminate renewal?"
+    kind = built_in().reading(q)[0]
+    assert kind.name == "notice period" and built_in().named_besides(kind, q) == {"renewa"}
+    frame = SimpleNamespace(query=q, doc_ids=None, ask="text")
+
+    def cand(quote):
+        return {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
+                "source": "clause", "check": True, "rank": 0}
+
+    _, gates = features(frame, cand("Either party may terminate this Agreement upon ninety (90) days written notice."),
+                        0.5, 0.5, kind)
+    assert any("also names" in g for g in gates)
+    _, gates = features(frame, cand("The term renews automatically unless either party gives notice of non-renewal "
+                                    "at least sixty (60) days before the end of the term."), 0.5, 0.5, kind)
+    assert not gates
+    assert built_in().named_besides(built_in().get("governing law"), "What is the governing law?") == set()

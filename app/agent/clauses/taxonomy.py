@@ -225,6 +225,12 @@ class Taxonomy:
                 out.append((best + (0.5 if kind.source == "playbook" else 0.0), kind))
         return sorted(out, key=lambda x: -x[0])
 
+    def named_besides(self, kind: ClauseKind, question: str) -> set[str]:
+        """The question's words that ``kind`` does not explain and that name another kind ("renewal" in "what
+        notice is required to terminate renewal?" read as the notice period): what the answer must speak of."""
+        others = {w for k in self.kinds.values() if k.name != kind.name for w in stems(k.name)}
+        return {w for w in kind.rest(question) if w in others}
+
     def match(self, question: str, embedder=None) -> Optional[ClauseKind]:
         """The kind ``question`` (its asking part) asks about, or None."""
         kind, _ = self.reading(question, embedder)
