@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from app.agent.bi_metrics import outflow_item
 from app.agent.bi_periods import column_period
 from app.agent.bi_program import Operand, Program, fmt
 from app.agent.bi_units import restated
@@ -92,8 +93,15 @@ def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional
     parts = []
     for ops in by_row.values():
         if len(ops) == 1 and len(by_row) == 1:
-            again = restated(ops[0].cell.value, unit, asked)
-            parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(ops[0].cell.value)}{unit_s}{again}")
+            cell = ops[0].cell.value
+            item = outflow_item(ops[0].row.label) if isinstance(cell, (int, float)) and cell < 0 else None
+            if item:  # capital expenditure printed as an outflow: its amount is the magnitude
+                again = restated(-cell, unit, asked)
+                parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(-cell)}{unit_s}{again} ({item}, "
+                             "printed as an outflow)")
+                return "; ".join(parts) + "." + tail
+            again = restated(cell, unit, asked)
+            parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(cell)}{unit_s}{again}")
             return "; ".join(parts) + "." + tail
         else:
             parts.append(f"{ops[0].row.label}: " + ", ".join(f"{col_name(o)} {fmt(o.cell.value)}" for o in ops))

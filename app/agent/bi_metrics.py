@@ -175,6 +175,17 @@ def concept_of(name: str) -> Optional[str]:
     return None
 
 
+def outflow_item(label: str) -> Optional[str]:
+    """The standard line item a row's label starts with when filings print that item as an outflow or expense
+    in parentheses on one statement and not on another ("Purchases of property, plant and equipment (PP&E)":
+    capital expenditure): its amount is the magnitude."""
+    words = re.findall(r"[a-z]+", label.lower())
+    for concept, (labels, _home, absolute) in CONCEPTS.items():
+        if absolute and any(words[:len(w)] == w for w in (re.findall(r"[a-z]+", lb) for lb in labels)):
+            return concept
+    return None
+
+
 @dataclass
 class Metric:
     name: str  # as stated in the answer

@@ -33,6 +33,11 @@ def test_a_row_printed_with_a_glued_word_is_found_by_its_name_and_cited_as_print
     assert out["route"] == "bi" and out["supported"] is True, out
     assert "812" in out["answer"] and "Purchases of property, plant and equipment" in out["answer"]
     assert "Purchases ofproperty" in out["citations"][0]["quote"]  # the page's line, verbatim
+    # the amount of capital expenditure is its magnitude; the statement prints it as an outflow, (812)
+    first = out["answer"].splitlines()[0]
+    assert "-812" not in first and "812" in first and "outflow" in first, first
+    net = ask_bi(env, TENANT, "What was the net cash used in investing activities in 2019?")
+    assert "-717" in net["answer"].splitlines()[0], net  # a net flow keeps its sign
 
 
 def test_no_model_draft_is_written_where_the_verifier_can_never_support_one(env):
