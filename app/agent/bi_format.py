@@ -95,13 +95,10 @@ def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional
         if len(ops) == 1 and len(by_row) == 1:
             cell = ops[0].cell.value
             item = outflow_item(ops[0].row.label) if isinstance(cell, (int, float)) and cell < 0 else None
-            if item:  # capital expenditure printed as an outflow: its amount is the magnitude
-                again = restated(-cell, unit, asked)
-                parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(-cell)}{unit_s}{again} ({item}, "
-                             "printed as an outflow)")
-                return "; ".join(parts) + "." + tail
-            again = restated(cell, unit, asked)
-            parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(cell)}{unit_s}{again}")
+            value = -cell if item else cell  # capital expenditure printed as an outflow: its amount is the magnitude
+            note = f" ({item}, printed as an outflow)" if item else ""
+            again = restated(value, unit, asked)
+            parts.append(f"{ops[0].row.label}, {col_name(ops[0])}: {fmt(value)}{unit_s}{again}{note}")
             return "; ".join(parts) + "." + tail
         else:
             parts.append(f"{ops[0].row.label}: " + ", ".join(f"{col_name(o)} {fmt(o.cell.value)}" for o in ops))

@@ -41,6 +41,6 @@ def defining_sentence(question: str, text: str) -> str:
     if not named_terms(question, text):
         return ""
     for a, b in sentence_spans(text):
-        if named_terms(question, text[a:b]) and not CROSS_REFERENCE.search(text[a:b]):
+        if defines(question, text[a:b]):
             return text[a:b].strip()
     return ""

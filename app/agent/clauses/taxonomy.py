@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -85,9 +86,15 @@ class ClauseKind:
         out += [(stems(h), 0.6) for h in self.headings]
         return [(s, w) for s, w in out if s]
 
-    def profile(self) -> set[str]:
-        """Stems that say this clause: its name, synonyms, headings, description and wordings."""
-        return set(stems(" ".join([self.name, *self.synonyms, *self.headings, self.description, *self.wordings])))
+    def profile(self) -> frozenset[str]:
+        """Stems that say this clause: its name, synonyms, headings, description and wordings (worked out once:
+        the verifier asks for it for every candidate)."""
+        return self._profile
+
+    @cached_property
+    def _profile(self) -> frozenset[str]:
+        return frozenset(stems(" ".join([self.name, *self.synonyms, *self.headings, self.description,
+                                         *self.wordings])))
 
     def fit(self, question: str) -> float:
         """The share of the question's content words this kind's data explains (name, synonyms, headings,
