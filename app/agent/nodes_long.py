@@ -24,7 +24,7 @@ from app import prompts
 from app.agent import scope as scope_mod
 from app.agent.clause_search import find_passages
 from app.agent.clauses.playbook import taxonomy_for
-from app.agent.frame import wants_long
+from app.agent.frame import QuestionFrame, read_question
 from app.agent.grounding import clean_answer
 from app.agent.nodes_rag import citation, extractive_answer, not_found
 from app.agent.quotes import quote_spans
@@ -49,39 +49,41 @@ def dossier_name(tenant: str, system_text: str) -> str:
 
 
 def make_long_node(deps: AgentDeps):
-    def pick_documents(state: AgentState) -> list[str]:
+    def pick_documents(state: AgentState, frame: QuestionFrame) -> list[str]:
         if state.get("doc_ids"):
             return list(state["doc_ids"])[:MAX_DOSSIER_DOCS]
         previous = [m for m in (state.get("messages") or [])[:-1] if m["role"] == "assistant"]
         if previous and (previous[-1].get("answer") or {}).get("route") == "long" and state.get("dossier_docs"):
             return list(state["dossier_docs"])  # a follow-up on the same dossier
-        scope = scope_mod.resolve(deps.kb, state["tenant"], state["question"])
-        if scope.doc_ids:
-            return scope.doc_ids[:MAX_DOSSIER_DOCS]
+        if frame.doc_ids:  # the documents the question names
+            return list(frame.doc_ids)[:MAX_DOSSIER_DOCS]
         ids: list[str] = []
-        for p in deps.kb.search(state["tenant"], state["question"], k=deps.settings.retrieval_k):
+        for p in deps.kb.search(state["tenant"], frame.query, k=deps.settings.retrieval_k):
             if p.doc_id not in ids:
                 ids.append(p.doc_id)
         return ids[:MAX_DOSSIER_DOCS]
 
-    def clause_in_dossier(state: AgentState, doc_ids: list[str], passages: list[dict]) -> dict | None:
-        scope = scope_mod.resolve(deps.kb, state["tenant"], state["question"], doc_ids)
-        ctype = taxonomy_for(deps.kb, state["tenant"]).match(scope.query)
-        if ctype is None or wants_long(state["question"]):
+    def clause_in_dossier(state: AgentState, frame: QuestionFrame, doc_ids: list[str],
+                          passages: list[dict]) -> dict | None:
+        kind = taxonomy_for(deps.kb, state["tenant"]).get(frame.clause_kind) if frame.clause_kind else None
+        if kind is None or frame.wants_long:
             return None
-        hits = [passage_dict(p) for p in find_passages(deps.kb, state["tenant"], state["question"], k=5,
-                                                         doc_ids=doc_ids, scope=scope)]
-        out = extractive_answer(ctype.name, scope.query, hits) or not_found(scope.query, ctype.name, hits)
-        return {**out, "route": "long", "dossier_docs": doc_ids, "passages": passages, "clause_type": ctype.name}
+        scope = scope_mod.Scope(doc_ids, frame.query, "", {})
+        hits = [passage_dict(p) for p in find_passages(deps.kb, state["tenant"], frame.query, k=5,
+                                                         doc_ids=doc_ids, scope=scope, kind=kind.name)]
+        out = extractive_answer(kind.name, frame.query, hits) or not_found(frame.query, kind.name, hits)
+        return {**out, "route": "long", "dossier_docs": doc_ids, "passages": passages, "clause_type": kind.name}
 
     def read_long(state: AgentState, config: RunnableConfig) -> dict:
         tenant, model = state["tenant"], deps.chat_model()
-        doc_ids = pick_documents(state)
+        frame = QuestionFrame.from_state(state.get("frame")) or read_question(
+            deps.kb.for_tenant(tenant), state["question"], state.get("doc_ids"), "long")  # run alone
+        doc_ids = pick_documents(state, frame)
         found = [p for d in doc_ids for p in deps.kb.document_passages(tenant, d)]
         if not found:
             return {"route": "rag", "fallback": "no documents to read"}
         passages = [passage_dict(p) for p in found]
-        answered = clause_in_dossier(state, doc_ids, passages)
+        answered = clause_in_dossier(state, frame, doc_ids, passages)
         if answered is not None:
             return answered
         docs: dict[str, list[str]] = {}
