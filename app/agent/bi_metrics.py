@@ -2,7 +2,8 @@
 inventory turnover, current / quick ratio, margins, EBITDA, free cash flow, ROA, ROE, ...) and the definitions a
 question spells out ("DPO is defined as: 365 * (average accounts payable between FY2016 and FY2017) / ...").
 
-``metric_for(question)`` -> ``Metric`` (name, expression tree, how to state it) or None. A definition the
+The catalogue is data (``app/data/metrics.yaml``: names, formulas, units, which way is better; line items with
+their row labels and names), loaded once. ``metric_for(question)`` -> ``Metric`` (name, expression tree, how to state it) or None. A definition the
 question gives wins over the library's; names it uses that the question also defines ("CCC is defined as
 DIO + DSO - DPO. DIO is defined as ...") or the library knows are expanded. Line items are named as analysts
 name them; ``CONCEPTS`` lists the row labels filings use for each and the statement it is read from.
@@ -11,155 +12,61 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
-from app.agent.bi_formula import Bin, FormulaError, Node, Num, Ref, Term, parse
+import yaml
 
-# (name pattern, display name, formulas tried in order, unit: days | ratio | percent | amount)
-LIBRARY: list[tuple[str, str, list[str], str]] = [
-    (r"days payables? outstanding|\bdpo\b", "days payable outstanding (DPO)",
-     ["365 * average accounts payable / (cost of goods sold + change in inventory)"], "days"),
-    (r"days sales outstanding|\bdso\b", "days sales outstanding (DSO)",
-     ["365 * average accounts receivable / revenue"], "days"),
-    (r"days inventory outstanding|days (?:in|of) inventory|\bdio\b", "days inventory outstanding (DIO)",
-     ["365 * average inventory / cost of goods sold"], "days"),
-    (r"cash conversion cycle|\bccc\b", "cash conversion cycle (CCC)", ["dio + dso - dpo"], "days"),
-    (r"inventory turnover", "inventory turnover", ["cost of goods sold / average inventory"], "ratio"),
-    (r"(?:accounts )?receivables? turnover", "receivables turnover", ["revenue / average accounts receivable"],
-     "ratio"),
-    (r"(?:accounts )?payables? turnover", "payables turnover", ["cost of goods sold / average accounts payable"],
-     "ratio"),
-    (r"fixed asset turnover", "fixed asset turnover", ["revenue / average property and equipment"], "ratio"),
-    (r"(?:total )?asset turnover", "total asset turnover", ["revenue / average total assets"], "ratio"),
-    (r"working capital ratio|current ratio", "current ratio",
-     ["total current assets / total current liabilities"], "ratio"),
-    (r"quick ratio|acid[- ]test ratio", "quick ratio",
-     ["(cash and cash equivalents + [short-term investments] + accounts receivable) / total current liabilities"],
-     "ratio"),
-    (r"operating cash flow ratio", "operating cash flow ratio",
-     ["cash from operations / total current liabilities"], "ratio"),
-    (r"(?:net )?working capital", "working capital", ["total current assets - total current liabilities"],
-     "amount"),
-    (r"gross (?:profit )?margin", "gross margin",
-     ["gross profit / revenue * 100", "(revenue - cost of goods sold) / revenue * 100"], "percent"),
-    (r"ebitda (?:%\s*)?margin|ebitda as a % of revenue", "EBITDA margin",
-     ["ebitda / revenue * 100"], "percent"),
-    (r"operating (?:profit |income )?(?:%\s*)?margin|ebit (?:%\s*)?margin", "operating margin",
-     ["operating income / revenue * 100"], "percent"),
-    (r"net (?:profit |income )?(?:%\s*)?margin|profit margin", "net profit margin",
-     ["net income / revenue * 100"], "percent"),
-    (r"free cash flow margin", "free cash flow margin", ["free cash flow / revenue * 100"], "percent"),
-    (r"free cash flow conversion", "free cash flow conversion", ["free cash flow / net income"], "ratio"),
-    (r"free cash flow|\bfcf\b", "free cash flow", ["cash from operations - capital expenditure"], "amount"),
-    (r"capex (?:to|over|as a (?:%|percent(?:age)?) of) (?:revenue|sales)|capital expenditures? (?:to|over|as a "
-     r"(?:%|percent(?:age)?) of) (?:revenue|sales)", "capital expenditure as a % of revenue",
-     ["capital expenditure / revenue * 100"], "percent"),
-    (r"\bebitda\b", "EBITDA", ["operating income + depreciation and amortization"], "amount"),
-    (r"return on (?:total )?assets|\broa\b", "return on assets (ROA)", ["net income / average total assets"],
-     "ratio"),
-    (r"return on (?:shareholders'? |stockholders'? )?equity|\broe\b", "return on equity (ROE)",
-     ["net income / average total equity"], "ratio"),
-    (r"debt[- ]to[- ]equity|debt to equity", "debt-to-equity ratio",
-     ["total debt / total equity", "(long-term debt + [current portion of long-term debt] + [short-term borrowings])"
-      " / total equity"], "ratio"),
-    (r"interest coverage", "interest coverage ratio", ["operating income / interest expense"], "ratio"),
-    (r"effective (?:income )?tax rate", "effective tax rate",
-     ["income tax expense / income before income taxes * 100"], "percent"),
-    (r"dividend payout ratio|payout ratio", "dividend payout ratio", ["cash dividends paid / net income"], "ratio"),
-]
+from app.agent.bi_formula import Bin, FormulaError, Node, Num, Ref, Term, parse
+from app.agent.vocabulary import phrase_regex
+
+DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "metrics.yaml"
+UNITS = ("days", "ratio", "percent", "amount")
+STATEMENTS = ("balance_sheet", "income_statement", "cash_flow")
+
+
+class CatalogueError(ValueError):
+    """``metrics.yaml`` has an invalid entry (the message names it and the field)."""
+
+
+def _load(path: Path = DATA_FILE) -> tuple[list, dict, list]:
+    """(LIBRARY, CONCEPTS, ALIASES) from the metric catalogue: read once, at import (a data file shipped with the
+    code, not a document fact)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    library, concepts, aliases = [], {}, []
+    for i, e in enumerate(data.get("metrics") or []):
+        where = f"{path.name}: metric {e.get('name') or i!r}"
+        if not e.get("name") or not e.get("names") or not e.get("formulas") or e.get("unit") not in UNITS:
+            raise CatalogueError(f"{where}: needs name, names, formulas and a unit of {', '.join(UNITS)}")
+        if e.get("better") not in (None, "higher", "lower"):
+            raise CatalogueError(f"{where}: better must be higher or lower")
+        library.append(MetricEntry(phrase_regex(e["names"], plural=True), str(e["name"]),
+                                   [str(f) for f in e["formulas"]], e["unit"], e.get("better")))
+    for i, e in enumerate(data.get("line_items") or []):
+        where = f"{path.name}: line item {e.get('name') or i!r}"
+        if not e.get("name") or not e.get("labels") or e.get("statement") not in STATEMENTS:
+            raise CatalogueError(f"{where}: needs name, labels and a statement of {', '.join(STATEMENTS)}")
+        concepts[str(e["name"])] = ([str(x) for x in e["labels"]], e["statement"], bool(e.get("outflow")))
+        if e.get("names"):
+            aliases.append((phrase_regex(e["names"]), str(e["name"])))
+    return library, concepts, aliases
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    names: re.Pattern  # how a question names it
+    name: str  # as the answer states it
+    formulas: list  # tried in order
+    unit: str  # days | ratio | percent | amount
+    better: Optional[str] = None  # higher | lower: which way is an improvement
+
+
 # metrics other definitions use by name ("CCC = DIO + DSO - DPO", "EBITDA margin = EBITDA / revenue")
 _REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
 
-# line item -> (row labels filings use, statement read from, absolute value: outflows / expenses printed in
-# parentheses on one statement and not on another)
-CONCEPTS: dict[str, tuple[list[str], str, bool]] = {
-    "accounts payable": (["accounts payable", "trade payables", "accounts payable trade"], "balance_sheet", False),
-    "accounts receivable": (["accounts receivable", "receivables", "trade receivables",
-                             "accounts receivable net", "trade accounts receivable"], "balance_sheet", False),
-    "inventory": (["inventories", "inventory", "merchandise inventories"], "balance_sheet", False),
-    "cost of goods sold": (["cost of goods sold", "cost of sales", "cost of revenue", "cost of revenues",
-                            "cost of products sold", "total cost of revenue", "total cost of sales", "merchandise costs"],
-                           "income_statement", True),
-    "revenue": (["revenue", "revenues", "total revenue", "total revenues", "net revenues", "net revenue",
-                 "total net sales", "net sales", "sales", "total net revenue"], "income_statement", False),
-    "gross profit": (["gross profit", "gross margin"], "income_statement", False),
-    "operating income": (["operating income", "income from operations", "operating profit",
-                          "operating income loss", "earnings from operations"], "income_statement", False),
-    "net income": (["net income", "net earnings", "net income attributable", "net earnings attributable"],
-                   "income_statement", False),
-    "income before income taxes": (["income before income taxes", "earnings before income taxes",
-                                    "income before provision for income taxes", "income before taxes"],
-                                   "income_statement", False),
-    "income tax expense": (["provision for income taxes", "income tax expense", "income taxes",
-                            "income tax provision"], "income_statement", True),
-    "interest expense": (["interest expense"], "income_statement", True),
-    "depreciation and amortization": (["depreciation and amortization", "depreciation amortization and other",
-                                       "depreciation", "depreciation and amortization expense"], "cash_flow", True),
-    "capital expenditure": (["purchases of property and equipment", "purchases of property plant and equipment",
-                             "capital expenditures", "additions to property and equipment",
-                             "purchase of property and equipment", "payments for property and equipment",
-                             "purchases of property equipment and intangibles"], "cash_flow", True),
-    "cash from operations": (["net cash provided by operating activities", "cash provided by operating activities",
-                              "net cash from operating activities", "cash flows from operating activities",
-                              "net cash provided by used in operating activities",
-                              "total cash provided by operating activities"], "cash_flow", False),
-    "cash from investing": (["net cash used in investing activities", "net cash provided by used in investing "
-                             "activities", "total cash used in investing activities",
-                             "cash used in investing activities"], "cash_flow", False),
-    "cash from financing": (["net cash used in financing activities", "net cash provided by used in financing "
-                             "activities", "total cash used in financing activities",
-                             "cash used in financing activities"], "cash_flow", False),
-    "cash dividends paid": (["dividends paid", "cash dividends paid", "payments of dividends", "dividends"],
-                            "cash_flow", True),
-    "property and equipment": (["property and equipment net", "property plant and equipment net",
-                                "property and equipment", "property plant and equipment"], "balance_sheet", False),
-    "total assets": (["total assets"], "balance_sheet", False),
-    "total current assets": (["total current assets"], "balance_sheet", False),
-    "total current liabilities": (["total current liabilities"], "balance_sheet", False),
-    "total equity": (["total stockholders equity", "total shareholders equity", "total equity",
-                      "stockholders equity", "shareholders equity"], "balance_sheet", False),
-    "cash and cash equivalents": (["cash and cash equivalents"], "balance_sheet", False),
-    "short-term investments": (["short-term investments", "marketable securities", "short-term marketable "
-                                "securities"], "balance_sheet", False),
-    "total debt": (["total debt"], "balance_sheet", False),
-    "long-term debt": (["long-term debt"], "balance_sheet", False),
-    "current portion of long-term debt": (["current portion of long-term debt", "current maturities of long-term "
-                                           "debt", "short-term debt"], "balance_sheet", False),
-    "short-term borrowings": (["short-term borrowings", "commercial paper"], "balance_sheet", False),
-}
-# how analysts abbreviate or rephrase a line item -> the concept
-ALIASES = [
-    (r"\bcogs\b|cost of (?:goods )?(?:sold|sales|revenues?)", "cost of goods sold"),
-    (r"\bd\s?&\s?a\b|depreciation (?:and|&) amortization|depreciation", "depreciation and amortization"),
-    (r"\bcapex\b|capital expenditures?|purchases? of (?:property|pp&e)", "capital expenditure"),
-    (r"\bpp\s?&\s?e\b|\bppne\b|property,? plant,? and equipment|property and equipment|fixed assets",
-     "property and equipment"),
-    (r"\b(?:accounts )?payables?\b|\bap\b", "accounts payable"),
-    (r"\b(?:accounts )?receivables?\b|\bar\b", "accounts receivable"),
-    (r"\binventor(?:y|ies)\b", "inventory"),
-    (r"\b(?:total )?(?:net )?(?:revenues?|sales|top line)\b", "revenue"),
-    (r"\bgross profit\b", "gross profit"),
-    (r"\b(?:operating income|operating profit|income from operations|ebit)\b", "operating income"),
-    (r"\bnet (?:income|earnings|profit)\b", "net income"),
-    (r"\b(?:income|earnings|profit) before (?:income )?tax(?:es)?\b|\bpre-?tax income\b", "income before income taxes"),
-    (r"\b(?:income )?tax (?:expense|provision)|provision for (?:income )?taxes|income taxes\b", "income tax expense"),
-    (r"\binterest expense\b", "interest expense"),
-    (r"\b(?:cash (?:flow )?from operations|operating cash flows?|cash (?:flow )?from operating activities|"
-     r"cash provided by operating activities)\b", "cash from operations"),
-    (r"\b(?:cash (?:flow )?from investing|investing activities|investing cash flows?)\b", "cash from investing"),
-    (r"\b(?:cash (?:flow )?from financing|financing activities|financing cash flows?)\b", "cash from financing"),
-    (r"\bdividends?\b", "cash dividends paid"),
-    (r"\btotal current assets\b|\bcurrent assets\b", "total current assets"),
-    (r"\btotal current liabilities\b|\bcurrent liabilities\b", "total current liabilities"),
-    (r"\btotal assets\b", "total assets"),
-    (r"\b(?:total )?(?:shareholders'?|stockholders'?)? ?equity\b", "total equity"),
-    (r"\bcash and (?:cash )?equivalents\b|\bcash\b", "cash and cash equivalents"),
-    (r"\bshort[- ]term investments\b|\bmarketable securities\b", "short-term investments"),
-    (r"\btotal debt\b", "total debt"),
-    (r"\bcurrent portion of long[- ]term debt\b", "current portion of long-term debt"),
-    (r"\blong[- ]term debt\b", "long-term debt"),
-    (r"\bshort[- ]term borrowings\b", "short-term borrowings"),
-]
+# the catalogue: metrics (in file order), line item -> (row labels filings use, statement read from, absolute value:
+# outflows / expenses printed in parentheses on one statement and not on another), and how analysts name items
+LIBRARY, CONCEPTS, ALIASES = _load()
 
 
 def concept_of(name: str) -> Optional[str]:
@@ -169,7 +76,7 @@ def concept_of(name: str) -> Optional[str]:
     if low in CONCEPTS:
         return low
     for rx, concept in ALIASES:
-        m = re.search(rx, low)
+        m = rx.search(low)
         if m and len(m.group(0)) >= 0.5 * len(low):  # the alias is (most of) the name, not a word inside it
             return concept
     return None
@@ -192,6 +99,7 @@ class Metric:
     formulas: list[Node]  # tried in order until every operand is grounded
     unit: str  # days | ratio | percent | amount
     defined: bool  # the question spells the definition out
+    better: Optional[str] = None  # higher | lower: which way is an improvement (the catalogue's)
 
 
 DEFINE = re.compile(r"\b(?P<name>[A-Za-z][\w &/()%'’-]{0,80}?)\s+(?:is|are)\s+(?:defined|calculated|computed)\s+as"
@@ -244,11 +152,8 @@ def _key(name: str) -> str:
     return (m.group(1) if m else name).strip().lower()
 
 
-def _library_entry(text: str) -> Optional[tuple[str, str, list[str], str]]:
-    for entry in LIBRARY:
-        if re.search(rf"(?:{entry[0]})", text, re.I):
-            return entry
-    return None
+def _library_entry(text: str) -> Optional[MetricEntry]:
+    return next((entry for entry in LIBRARY if entry.names.search(text)), None)
 
 
 def _expand(node: Node, defined: dict[str, Node], depth: int = 0) -> Node:
@@ -260,7 +165,7 @@ def _expand(node: Node, defined: dict[str, Node], depth: int = 0) -> Node:
         entry = _library_entry(node.name)
         if entry is None:
             raise FormulaError(f"no definition of {node.name}")
-        return _expand(parse(entry[2][0], _REFS), defined, depth + 1)
+        return _expand(parse(entry.formulas[0], _REFS), defined, depth + 1)
     if isinstance(node, Bin):
         return Bin(node.op, _expand(node.left, defined, depth), _expand(node.right, defined, depth))
     return node
@@ -288,8 +193,9 @@ def metric_for(question: str) -> Optional[Metric]:
             tree = _expand(trees[_key(name)], trees)
             if not _is_plain_term(tree):
                 entry = _library_entry(name) or _library_entry(question.split(".")[0])
-                shown = entry[1] if entry and _key(entry[1]) == _key(name) or (entry and len(name) <= 6) else name
-                return Metric(shown, [tree], _unit_of(name + " " + question, expr), True)
+                shown = entry.name if entry and _key(entry.name) == _key(name) or (entry and len(name) <= 6) else name
+                return Metric(shown, [tree], _unit_of(name + " " + question, expr), True,
+                              entry.better if entry and shown == entry.name else None)
     if re.search(r"(?<!un)adjusted|non[- ]gaap|pro forma", question, re.I):
         return None  # the company's own adjusted measure, not the standard definition over the statements
     if PART.search(question):
@@ -300,11 +206,11 @@ def metric_for(question: str) -> Optional[Metric]:
     entry = _library_entry(question)
     if entry is None:
         return None
-    _, name, formulas, unit = entry
+    name, formulas, unit = entry.name, entry.formulas, entry.unit
     if unit == "ratio" and re.search(r"%|\bpercent", question, re.I):  # "ROA (as a %)": the ratio in percent
         unit = "percent"
     trees = [_expand(parse(f, _REFS), {}) for f in formulas]
-    return Metric(name, trees, unit, False)
+    return Metric(name, trees, unit, False, entry.better)
 
 
 def _is_plain_term(node: Node) -> bool:

@@ -1,6 +1,7 @@
 """The agent's word lists, loaded once from ``app/data/vocabulary.yaml`` (data, not code)."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,3 +38,60 @@ def row_kinds() -> dict[str, str]:
 def contract_words() -> frozenset[str]:
     """The words (singular and plural) by which a question speaks of a contract."""
     return frozenset(v for w in vocabulary().get("contract_words") or () for v in plurals(str(w)))
+
+
+def expand_phrase(phrase: str) -> list[str]:
+    """The plain phrases a data phrase stands for: ``(a|b)`` one of, ``[a]`` optional, in the order written
+    ("[accounts] (payable|payables)" -> "accounts payable", "accounts payables", "payable", "payables")."""
+    phrase = phrase.strip()
+    i = next((k for k, ch in enumerate(phrase) if ch in "(["), None)
+    if i is None:
+        return [" ".join(phrase.split())] if phrase.strip() else [""]
+    close = {"(": ")", "[": "]"}[phrase[i]]
+    depth, j = 0, i
+    for j in range(i, len(phrase)):
+        depth += phrase[j] in "(["
+        depth -= phrase[j] in ")]"
+        if depth == 0:
+            break
+    if phrase[j] != close:
+        raise ValueError(f"unbalanced {phrase[i]} in {phrase!r}")
+    inner, head, tail = phrase[i + 1:j], phrase[:i], phrase[j + 1:]
+    options = _split_top(inner) + ([""] if close == "]" else [])
+    out = []
+    for opt in options:
+        for o in expand_phrase(opt) if opt else [""]:
+            for t in expand_phrase(tail):
+                out.append(" ".join(f"{head} {o} {t}".split()))
+    return list(dict.fromkeys(out))
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if ch == "|" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def phrase_regex(phrases, plural: bool = False) -> re.Pattern:
+    """One pattern for data phrases: whole words, case-insensitive; spaces, hyphens and commas between words are
+    alike; the alternatives tried in the order written. ``plural``: the last word may take an "s" ("margins")."""
+    alts = []
+    for p in phrases:
+        for plain in expand_phrase(p):
+            words = plain.split()
+            if not words:
+                continue
+            body = r"[\s,\-]+".join(re.escape(w) for w in words)
+            lead = r"(?<!\w)" if re.match(r"\w", plain) else ""
+            trail = r"(?!\w)" if re.search(r"\w$", plain) else ""
+            if plural and trail:
+                trail = r"(?:s|es)?" + trail
+            alts.append(f"{lead}{body}{trail}")
+    return re.compile("|".join(alts) or r"(?!x)x", re.I)

@@ -1,0 +1,60 @@
+"""The metric catalogue is data (app/data/metrics.yaml): phrases with (a|b) / [a] shorthands, validated on load,
+and a metric added as an entry is read by the one general mechanism."""
+import pytest
+
+from app.agent import bi_metrics
+from app.agent.vocabulary import expand_phrase, phrase_regex
+
+
+def test_phrase_shorthands_expand_in_order():
+    assert expand_phrase("[accounts] (payable|payables)") == ["accounts payable", "accounts payables", "payable",
+                                                              "payables"]
+    assert expand_phrase("gross [profit] margin") == ["gross profit margin", "gross margin"]
+    with pytest.raises(ValueError):
+        expand_phrase("(payable|payables")
+
+
+def test_phrases_match_whole_words_with_spaces_hyphens_and_commas_alike():
+    rx = phrase_regex(["short term investments", "property plant and equipment"])
+    assert rx.search("Short-term investments rose")
+    assert rx.search("property, plant, and equipment")
+    assert not rx.search("shortterm investments")
+    assert not phrase_regex(["ebit"]).search("EBITDA")
+    assert phrase_regex(["gross margin"], plural=True).search("gross margins")
+
+
+def test_shipped_catalogue_reads_metrics_items_and_which_way_is_better():
+    m = bi_metrics.metric_for("Has the quick ratio improved between FY2022 and FY2023?")
+    assert m.name == "quick ratio" and m.unit == "ratio" and m.better == "higher"
+    assert bi_metrics.metric_for("What is the FY2021 debt-to-equity ratio?").better == "lower"
+    assert bi_metrics.metric_for("What was the effective tax rate in 2022?").better is None
+    assert bi_metrics.metric_for("Are gross margins historically consistent?").name == "gross margin"
+    assert bi_metrics.concept_of("accounts payable") == "accounts payable"
+    assert bi_metrics.concept_of("Purchases of property, plant and equipment") == "capital expenditure"
+    assert bi_metrics.concept_of("ebitda") is None  # "ebit" is a whole word of the name, not a prefix
+
+
+def test_a_metric_added_as_data_is_read_without_code(tmp_path, monkeypatch):
+    data = bi_metrics.DATA_FILE.read_text().replace("\nmetrics:\n", (
+        "\nmetrics:\n"
+        "  - {name: cash ratio, names: [\"cash ratio\"], unit: ratio, better: higher,\n"
+        "     formulas: [\"cash and cash equivalents / total current liabilities\"]}\n"), 1)
+    path = tmp_path / "metrics.yaml"
+    path.write_text(data)
+    library, concepts, aliases = bi_metrics._load(path)
+    monkeypatch.setattr(bi_metrics, "LIBRARY", library)
+    m = bi_metrics.metric_for("What was the cash ratio at the end of FY2022?")
+    assert m is not None and m.name == "cash ratio" and m.better == "higher"
+    assert concepts == bi_metrics.CONCEPTS and len(aliases) == len(bi_metrics.ALIASES)
+
+
+@pytest.mark.parametrize("entry, field", [
+    ("  - {name: x, names: [x], formulas: [revenue], unit: furlongs}\n", "unit"),
+    ("  - {name: x, names: [x], formulas: [revenue], unit: ratio, better: sideways}\n", "better"),
+    ("  - {name: x, formulas: [revenue], unit: ratio}\n", "names"),
+])
+def test_an_invalid_metric_entry_is_a_clear_error(tmp_path, entry, field):
+    path = tmp_path / "metrics.yaml"
+    path.write_text("metrics:\n" + entry)
+    with pytest.raises(bi_metrics.CatalogueError, match=field if field != "names" else "needs name, names"):
+        bi_metrics._load(path)
