@@ -20,6 +20,7 @@ from app.agent.bi_periods import Period
 from app.agent.bi_program import fmt, q
 from app.agent.bi_table import TableView
 from app.agent.bi_units import restated
+from app.agent.vocabulary import asked_sign, asks_yes_no
 
 
 @dataclass
@@ -29,6 +30,7 @@ class MetricProgram(LeafProgram):
     target: Period
     leaves: dict[int, list[Leaf]]  # id(Term) -> value: [cell]; average: [old, new]; change: [old, new]
     decimals: Optional[int] = None  # as the question asks ("round to two decimal places")
+    sign_asked: Optional[str] = None  # positive | negative: a yes/no question whether the value is above zero
 
     @property
     def all_leaves(self) -> list[Leaf]:
@@ -163,6 +165,10 @@ def answer_text(prog: MetricProgram, value: float, sql: str, asked_scale: Option
     when = prog.target.label() if prog.target.quarter else f"FY{prog.target.year}"
     head = (f"{prog.metric.name[:1].upper()}{prog.metric.name[1:]}, {when}: {show(prog.tree)} = "
             f"{prog.with_values()} = {prog.result_text(value, asked_scale)}.")
+    if prog.sign_asked and value:  # "Does it have positive working capital?": yes or no first
+        sign = "positive" if value > 0 else "negative"
+        head = (f"{'Yes' if sign == prog.sign_asked else 'No'}, the {prog.metric.name} was {sign} in {when}. "
+                + head)
     lines = [head, "Rows used: " + "; ".join(leaf_line(leaf) for leaf in prog.all_leaves) + "."]
     if prog.notes:
         lines.append("Note: " + "; ".join(prog.notes) + ".")
@@ -246,7 +252,8 @@ def plan_metric(question: str, metric: Metric, views_by_doc: dict[str, list[Tabl
             if missing:
                 reasons.append("; ".join(missing))
                 continue
-            prog = MetricProgram(metric, tree, target, leaves, decimals=decimals_asked(question))
+            prog = MetricProgram(metric, tree, target, leaves, decimals=decimals_asked(question),
+                                 sign_asked=asked_sign(question) if asks_yes_no(question) else None)
             if not periods:
                 prog.doubts.append(f"the question names no period; the newest ({target.label()}) was taken")
             newest = newest_period(views)

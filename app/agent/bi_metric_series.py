@@ -21,6 +21,7 @@ from app.agent.bi_periods import Period
 from app.agent.bi_program import fmt
 from app.agent.bi_question import parse_question
 from app.agent.bi_table import TableView
+from app.agent.vocabulary import asked_direction, asks_which_way, asks_yes_no
 
 CAGR = re.compile(r"\bcagr\b|\bcompound(?:ed)? annual growth(?: rate)?\b", re.I)
 CONSISTENT = re.compile(r"\b(consistent|stable|steady|fluctuat\w*|volatil\w*)\b", re.I)
@@ -29,12 +30,16 @@ THRESHOLD = re.compile(r"\b(?:more than|over|within|exceed\w*|beyond|above)\s+(?
 
 
 def series_kind(question: str, periods: list[Period]) -> Optional[str]:
-    """consistency | average | change | None (one period)."""
+    """consistency | cagr | trend | average | change | None (one period). A trend: which way the metric moved
+    ("has the quick ratio improved between FY2022 and FY2023?", "an improving gross margin as of FY2023?": the
+    year asked against the one before)."""
     if CONSISTENT.search(question):
         return "consistency"
     if CAGR.search(question) and len({p.year for p in periods}) >= 2:
         return "cagr"
     years = {p.year for p in periods}
+    if years and asked_direction(question) and (asks_yes_no(question) or asks_which_way(question)):
+        return "trend"  # asked as yes / no, or which way: "what was the increase ..." stays a change
     if len(years) < 2:
         return None
     op = parse_question(question).op
@@ -49,9 +54,11 @@ def series_kind(question: str, periods: list[Period]) -> Optional[str]:
 class SeriesProgram(LeafProgram):
     metric: Metric
     parts: list[MetricProgram]  # one per fiscal year, oldest first
-    agg: str  # average | change | consistency
+    agg: str  # average | change | trend | cagr | consistency
     threshold: Optional[float] = None
     decimals: Optional[int] = None
+    direction: Optional[str] = None  # a trend: the way asked (up | down | better | worse | change)
+    yes_no: bool = False  # a trend asked as a yes/no question
 
     @property
     def grounded(self) -> bool:
@@ -74,7 +81,7 @@ class SeriesProgram(LeafProgram):
             return None
         if self.agg == "average":
             return sum(v) / len(v)
-        if self.agg == "change":
+        if self.agg in ("change", "trend"):
             return v[-1] - v[0]
         if self.agg == "cagr":
             n = self.parts[-1].target.year - self.parts[0].target.year
@@ -86,7 +93,7 @@ class SeriesProgram(LeafProgram):
         e = [p._sql_expr(p.tree, alias) for p in self.parts]
         if self.agg == "average":
             value = f"(({' + '.join(e)}) / {float(len(e))})"
-        elif self.agg == "change":
+        elif self.agg in ("change", "trend"):
             value = f"({e[-1]} - {e[0]})"
         elif self.agg == "cagr":
             n = self.parts[-1].target.year - self.parts[0].target.year
@@ -102,6 +109,27 @@ class SeriesProgram(LeafProgram):
         s = f"{round(v, d):,.{d}f}" if d > 0 else f"{int(round(v)):,}"
         return s + ("%" if unit and self.metric.unit == "percent" else "")
 
+    def _trend(self, vals: list[float], years: list[str], pts: str) -> str:
+        """Which way the metric moved, and whether that is the way asked: "Yes, the quick ratio rose from 0.67 in
+        FY2022 to 0.69 in FY2023 (+0.02, 3.0%; an improvement)." Better or worse is the catalogue's sense of the
+        metric (``better``); where it has none, only the movement is stated."""
+        a, b = vals[0], vals[-1]
+        change = b - a
+        better = self.metric.better
+        good = None if not better or not change else (change > 0) == (better == "higher")
+        moved = {"up": change > 0, "down": change < 0, "change": change != 0, "better": good,
+                 "worse": None if good is None else not good}.get(self.direction or "change")
+        word = "rose" if change > 0 else ("fell" if change < 0 else "did not change")
+        size = f"{'+' if change > 0 else '−' if change < 0 else ''}{self._num(abs(change), False)}{pts}"
+        if self.metric.unit != "percent" and a:
+            size += f", {abs(change) * 100.0 / abs(a):.1f}%"
+        sense = "" if good is None else ("; an improvement" if good else "; a deterioration")
+        said = (f"the {self.metric.name} {word} from {self._num(a)} in {years[0]} to {self._num(b)} in {years[-1]} "
+                f"({size}{sense}).")
+        if self.yes_no and moved is not None:
+            return f"{'Yes' if moved else 'No'}, {said}"
+        return said[:1].upper() + said[1:]
+
     def answer(self, value: float, sql: str, asked_scale: Optional[str] = None) -> str:
         vals = self.values()
         years = [f"FY{p.target.year}" for p in self.parts]
@@ -116,6 +144,8 @@ class SeriesProgram(LeafProgram):
             d = self.decimals if self.decimals is not None else 2
             head = (f"{name}, {years[0]} to {years[-1]}: ({fmt(vals[-1])} / {fmt(vals[0])})"
                     f"^(1/{n}) − 1 = {round(value, d):,.{d}f}%.")
+        elif self.agg == "trend":
+            head = self._trend(vals, years, pts)
         elif self.agg == "change":
             head = (f"Change in {name}, {years[0]} to {years[-1]}: {self._num(vals[-1], False)} − "
                     f"{self._num(vals[0], False)} = {self._num(value, False)}{pts}.")
@@ -142,6 +172,9 @@ class SeriesProgram(LeafProgram):
 
 
 def _years(kind: str, periods: list[Period], views: list[TableView]) -> list[int]:
+    if kind == "trend":  # the two years named, or the year named and the one before
+        lo, hi = min(p.year for p in periods), max(p.year for p in periods)
+        return [hi - 1, hi] if lo == hi else [lo, hi]
     if kind == "consistency":
         ys = {c.period.year for v in views if getattr(v.info, "statement", "") for c in v.period_cols
               if not c.period.quarter}
@@ -170,7 +203,8 @@ def plan_series(question: str, metric: Metric, kind: str, views_by_doc: dict[str
         years = _years(kind, periods, views)
         if len(parts) < 2 or (kind != "consistency" and len(parts) < len(years)):
             continue
-        prog = SeriesProgram(metric, parts, kind, float(m.group(1)) if m else None, decimals_asked(question))
+        prog = SeriesProgram(metric, parts, kind, float(m.group(1)) if m else None, decimals_asked(question),
+                             asked_direction(question), asks_yes_no(question) and not asks_which_way(question))
         rank = (parts[-1].target.year, len(parts))
         if best is None or rank > best[0]:
             best = (rank, prog)

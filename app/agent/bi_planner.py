@@ -83,7 +83,7 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
             return PlanResult(cprog, "ok", why, ["choice"])
     metric, mwhy = metric_for(question), ""
     kind = series_kind(rd.question, periods_in(rd.question)) if metric is not None else None
-    if metric is not None and (metric.defined or kind in ("consistency", "cagr")):  # the question's own formula
+    if metric is not None and (metric.defined or kind in ("consistency", "cagr", "trend")):  # its own formula, a trend
         mprog, mwhy = _metric(question, rd, metric, views, encode, kind)
         if mprog is not None:
             return PlanResult(mprog, "ok", why, [f"metric {metric.name}"])

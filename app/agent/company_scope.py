@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.agent.filing_scope import ask_of, narrow
+from app.agent.vocabulary import auxiliaries
 from ingest.facts.profile import name_words
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
@@ -45,6 +46,7 @@ considering consider provide use what which how when where who why is was are we
 january february march april may june july august september october november december jan feb mar apr jun jul
 aug sep sept oct nov dec 10-k 10k 10-q 10q 8-k 8k""".split())
 DIGITS = re.compile(r"\d")
+QUESTION_WORDS = ("what", "how", "which", "when", "where", "who", "why")  # and the auxiliaries ("Has X's ...")
 
 
 def _tokens(name: str) -> list[str]:
@@ -89,7 +91,7 @@ def mentions(question: str) -> list[Mention]:
             continue  # "the Company's", "the Group's"
         words = m.group(1).split()
         # sentence-initial question words are not part of the name ("What Amazon's" never occurs, but "Is X's")
-        while words and words[0].lower() in ("what", "is", "was", "how", "did", "does", "which", "were", "are"):
+        while words and (words[0].lower() in QUESTION_WORDS or words[0].lower() in auxiliaries()):
             words = words[1:]
         if words:
             add(" ".join(words), True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 
 import yaml
 
@@ -95,3 +96,40 @@ def phrase_regex(phrases, plural: bool = False) -> re.Pattern:
                 trail = r"(?:s|es)?" + trail
             alts.append(f"{lead}{body}{trail}")
     return re.compile("|".join(alts) or r"(?!x)x", re.I)
+
+
+def _word_keys(section: str) -> dict[str, str]:
+    return {str(w).lower(): key for key, words in (vocabulary().get(section) or {}).items() for w in words or ()}
+
+
+def auxiliaries() -> frozenset[str]:
+    """The words that open a yes/no question ("is", "has", "does", ...)."""
+    return frozenset(str(w).lower() for w in vocabulary().get("auxiliaries") or ())
+
+
+def asks_yes_no(question: str) -> bool:
+    """The question starts with an auxiliary ("Has ...", "Does ...", "Was there ..."): it asks yes or no."""
+    first = (re.findall(r"[a-z]+", question.lower()) or [""])[0]
+    return first in auxiliaries()
+
+
+def directions_asked(question: str) -> list[str]:
+    """The ways the question asks a figure moved, in its order: up | down | better | worse | change."""
+    keys = _word_keys("directions")
+    return list(dict.fromkeys(keys[w] for w in re.findall(r"[a-z]+", question.lower()) if w in keys))
+
+
+def asked_direction(question: str) -> Optional[str]:
+    """Which way the question asks a figure moved (the first such word), or None."""
+    return next(iter(directions_asked(question)), None)
+
+
+def asks_which_way(question: str) -> bool:
+    """"Has it improved or declined?": two ways asked, so the answer is the way it went, not yes or no."""
+    return len(directions_asked(question)) >= 2
+
+
+def asked_sign(question: str) -> Optional[str]:
+    """positive | negative when the question asks whether a figure is above or below zero, else None."""
+    keys = _word_keys("sign_words")
+    return next((keys[w] for w in re.findall(r"[a-z]+", question.lower()) if w in keys), None)

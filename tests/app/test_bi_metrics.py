@@ -136,6 +136,26 @@ def test_a_yes_no_question_about_a_change_is_answered_yes_or_no_first(env):
     assert head(out).startswith("Yes, there was an increase of 300 (14.3%)"), head(out)
 
 
+
+def test_which_way_a_metric_moved_is_answered_by_its_catalogue_sense(env):
+    # gross margin 35.0% (FY2018) -> 41.7% (FY2019): higher is better for a margin (app/data/metrics.yaml)
+    out = ask(env, "Does Acme have an improving gross margin profile as of FY2019?")
+    assert out["route"] == "bi", out
+    assert head(out).startswith("Yes, the gross margin rose from 35.0% in FY2018 to 41.7% in FY2019"), head(out)
+    assert "an improvement" in head(out)
+    # quick ratio (120 + 200) / 470 = 0.68 -> (150 + 240) / 500 = 0.78; "improved or declined" is no yes/no
+    out = ask(env, "Has Acme's quick ratio improved or declined between FY2019 and FY2018?")
+    assert head(out).startswith("The quick ratio rose from 0.68 in FY2018 to 0.78 in FY2019"), head(out)
+    out = ask(env, "Did Acme's net profit margin decline between FY2018 and FY2019?")
+    assert head(out).startswith("No, the net profit margin rose"), head(out)
+
+
+def test_a_yes_no_question_about_a_metric_s_sign(env):
+    out = ask(env, "Does Acme have positive working capital based on FY2019 data?")
+    assert head(out).startswith("Yes, the working capital was positive in FY2019."), head(out)  # 860 - 500
+    assert "= 360.00" in head(out)
+
+
 QUARTER = """<html><body><h1>Globex Corp quarterly report (Form 10-Q) for the quarter ended July 29, 2023</h1>
 <p>Condensed consolidated balance sheets (in millions)</p>
 <table>
