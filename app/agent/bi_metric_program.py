@@ -256,6 +256,9 @@ def plan_metric(question: str, metric: Metric, views_by_doc: dict[str, list[Tabl
                                  sign_asked=asked_sign(question) if asks_yes_no(question) else None)
             if not periods:
                 prog.doubts.append(f"the question names no period; the newest ({target.label()}) was taken")
+            odd = metric.out_of_range(prog.evaluate())
+            if odd:
+                prog.doubts.append(odd)
             newest = newest_period(views)
             # the filing of the year asked (its own figures, not a later restatement) first, then statements
             rank = (prog.grounded, newest is not None and newest.year == target.year,

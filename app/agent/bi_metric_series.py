@@ -191,6 +191,7 @@ def plan_series(question: str, metric: Metric, kind: str, views_by_doc: dict[str
     m = THRESHOLD.search(question)
     for doc_id, views in views_by_doc.items():
         parts: list[MetricProgram] = []
+        odd_years: list[str] = []
         for y in _years(kind, periods, views):
             for tree in metric.formulas:
                 tree = _percent_tree(metric, tree)
@@ -198,14 +199,19 @@ def plan_series(question: str, metric: Metric, kind: str, views_by_doc: dict[str
                 if missing:
                     reasons.append(f"FY{y}: " + "; ".join(missing))
                     continue
-                parts.append(MetricProgram(metric, tree, Period(y), leaves))
+                part = MetricProgram(metric, tree, Period(y), leaves)
+                odd = metric.out_of_range(part.evaluate())
+                if odd:
+                    odd_years.append(f"FY{y}: {odd}")
+                parts.append(part)
                 break
         years = _years(kind, periods, views)
         if len(parts) < 2 or (kind != "consistency" and len(parts) < len(years)):
             continue
         prog = SeriesProgram(metric, parts, kind, float(m.group(1)) if m else None, decimals_asked(question),
                              asked_direction(question), asks_yes_no(question) and not asks_which_way(question))
-        rank = (parts[-1].target.year, len(parts))
+        prog.doubts += odd_years
+        rank = (not odd_years, parts[-1].target.year, len(parts))
         if best is None or rank > best[0]:
             best = (rank, prog)
     if best is None:

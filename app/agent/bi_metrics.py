@@ -40,8 +40,13 @@ def _load(path: Path = DATA_FILE) -> tuple[list, dict, list]:
             raise CatalogueError(f"{where}: needs name, names, formulas and a unit of {', '.join(UNITS)}")
         if e.get("better") not in (None, "higher", "lower"):
             raise CatalogueError(f"{where}: better must be higher or lower")
+        bounds = e.get("range")
+        if bounds is not None and not (isinstance(bounds, list) and len(bounds) == 2
+                                       and all(isinstance(b, (int, float)) for b in bounds) and bounds[0] < bounds[1]):
+            raise CatalogueError(f"{where}: range must be [low, high]")
         library.append(MetricEntry(phrase_regex(e["names"], plural=True), str(e["name"]),
-                                   [str(f) for f in e["formulas"]], e["unit"], e.get("better")))
+                                   [str(f) for f in e["formulas"]], e["unit"], e.get("better"),
+                                   tuple(bounds) if bounds else None))
     for i, e in enumerate(data.get("line_items") or []):
         where = f"{path.name}: line item {e.get('name') or i!r}"
         if not e.get("name") or not e.get("labels") or e.get("statement") not in STATEMENTS:
@@ -59,6 +64,7 @@ class MetricEntry:
     formulas: list  # tried in order
     unit: str  # days | ratio | percent | amount
     better: Optional[str] = None  # higher | lower: which way is an improvement
+    range: Optional[tuple] = None  # (low, high): the values it can take (a margin: -100% .. 100%)
 
 
 # metrics other definitions use by name ("CCC = DIO + DSO - DPO", "EBITDA margin = EBITDA / revenue")
@@ -100,6 +106,14 @@ class Metric:
     unit: str  # days | ratio | percent | amount
     defined: bool  # the question spells the definition out
     better: Optional[str] = None  # higher | lower: which way is an improvement (the catalogue's)
+    range: Optional[tuple] = None  # (low, high): the values it can take; outside it the rows are not the ones meant
+
+    def out_of_range(self, value: Optional[float]) -> str:
+        """A doubt when ``value`` lies outside the values this metric can take, else ""."""
+        if value is None or self.range is None or self.range[0] <= value <= self.range[1]:
+            return ""
+        return (f"a {self.name} of {value:,.1f} lies outside the values it can take ({self.range[0]:g} to "
+                f"{self.range[1]:g}): the rows read are not the ones it is computed from")
 
 
 DEFINE = re.compile(r"\b(?P<name>[A-Za-z][\w &/()%'’-]{0,80}?)\s+(?:is|are)\s+(?:defined|calculated|computed)\s+as"
@@ -195,7 +209,8 @@ def metric_for(question: str) -> Optional[Metric]:
                 entry = _library_entry(name) or _library_entry(question.split(".")[0])
                 shown = entry.name if entry and _key(entry.name) == _key(name) or (entry and len(name) <= 6) else name
                 return Metric(shown, [tree], _unit_of(name + " " + question, expr), True,
-                              entry.better if entry and shown == entry.name else None)
+                              entry.better if entry and shown == entry.name else None,
+                              entry.range if entry and shown == entry.name else None)
     if re.search(r"(?<!un)adjusted|non[- ]gaap|pro forma", question, re.I):
         return None  # the company's own adjusted measure, not the standard definition over the statements
     if PART.search(question):
@@ -210,7 +225,7 @@ def metric_for(question: str) -> Optional[Metric]:
     if unit == "ratio" and re.search(r"%|\bpercent", question, re.I):  # "ROA (as a %)": the ratio in percent
         unit = "percent"
     trees = [_expand(parse(f, _REFS), {}) for f in formulas]
-    return Metric(name, trees, unit, False, entry.better)
+    return Metric(name, trees, unit, False, entry.better, entry.range if unit == entry.unit else None)
 
 
 def _is_plain_term(node: Node) -> bool:

@@ -48,7 +48,16 @@ def test_a_metric_added_as_data_is_read_without_code(tmp_path, monkeypatch):
     assert concepts == bi_metrics.CONCEPTS and len(aliases) == len(bi_metrics.ALIASES)
 
 
+def test_a_value_outside_what_a_metric_can_take_is_a_doubt():
+    margin = bi_metrics.metric_for("What was the FY2022 operating margin?")
+    assert margin.range == (-100, 100)
+    assert margin.out_of_range(35.0) == "" and margin.out_of_range(-80.0) == ""
+    assert "outside the values it can take" in margin.out_of_range(112.0)  # operating income read over a smaller base
+    assert bi_metrics.metric_for("What was the FY2022 quick ratio?").out_of_range(1e6) == ""  # no range: no doubt
+
+
 @pytest.mark.parametrize("entry, field", [
+    ("  - {name: x, names: [x], formulas: [revenue], unit: percent, range: [100, -100]}\n", "range"),
     ("  - {name: x, names: [x], formulas: [revenue], unit: furlongs}\n", "unit"),
     ("  - {name: x, names: [x], formulas: [revenue], unit: ratio, better: sideways}\n", "better"),
     ("  - {name: x, formulas: [revenue], unit: ratio}\n", "names"),
