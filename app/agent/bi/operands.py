@@ -3,7 +3,7 @@
 ("Cost of sales" on the statement of operations) and the period column asked ("2017").
 
 A row is grounded when its label is named by the item (or one of the labels filings use for the standard
-item, ``bi_metrics.CONCEPTS``) as the single-table planner's rows are (``bi_grounding``: the label's words
+item, ``bi.metrics.CONCEPTS``) as the single-table planner's rows are (``bi.grounding``: the label's words
 named, or an embedding this close sharing a word); among grounded rows the statement the item is read from
 (accounts payable: the balance sheet, not the cash-flow change in payables) wins, then the statements the
 question names; only a filing without statement tables gives operands from other tables. On the item's own
@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from app.agent.bi_ground import TOTAL_WORDS, RowMatch, col_for_period, match_rows
-from app.agent.bi_grounding import ROW_DENSE, ROW_LEX, layout_doubts
-from app.agent.bi_metrics import CONCEPTS, concept_of
-from app.agent.bi_periods import Period
-from app.agent.bi_question import ParsedQuestion
-from app.agent.bi_table import Cell, Col, Row, TableView
+from app.agent.bi.ground import TOTAL_WORDS, RowMatch, col_for_period, match_rows
+from app.agent.bi.grounding import ROW_DENSE, ROW_LEX, layout_doubts
+from app.agent.bi.metrics import CONCEPTS, concept_of
+from app.agent.bi.periods import Period
+from app.agent.bi.question import ParsedQuestion
+from app.agent.bi.table import Cell, Col, Row, TableView
 from app.agent.text import content_words
 
 STATEMENT_NAMES = {"balance_sheet": "balance sheet", "income_statement": "income statement",

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from app.agent.bi_formula import Bin, FormulaError, Node, Num, Ref, Term, parse
+from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse
 
 # (name pattern, display name, formulas tried in order, unit: days | ratio | percent | amount)
 LIBRARY: list[tuple[str, str, list[str], str]] = [

@@ -1,7 +1,7 @@
 """Which of the line items a question lists is largest / smallest: "Among operations, investing, and financing
 activities, which brought in the most (or lost the least) cash flow in FY2023?", "Which of cost of sales, SG&A
 and R&D was the largest expense in 2019?". Each item is grounded in one filing's statements at the period asked
-(``bi_operands``), as a metric's operands are; the answer names the item and lists every value.
+(``bi.operands``), as a metric's operands are; the answer names the item and lists every value.
 """
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from app.agent.bi_format import col_name
-from app.agent.bi_metric_program import aliases, cell_ref, leaf_line, newest_period, select_sql
-from app.agent.bi_operands import Leaf, LeafProgram, ground
-from app.agent.bi_periods import Period, strip_periods
-from app.agent.bi_program import fmt
-from app.agent.bi_table import TableView
-from app.agent.bi_units import restated
+from app.agent.bi.format import col_name
+from app.agent.bi.metric_program import aliases, cell_ref, leaf_line, newest_period, select_sql
+from app.agent.bi.operands import Leaf, LeafProgram, ground
+from app.agent.bi.periods import Period, strip_periods
+from app.agent.bi.program import fmt
+from app.agent.bi.table import TableView
+from app.agent.bi.units import restated
 
 _LIST = re.compile(r"^\s*(?:among|of|between|out of)\s+(?:the\s+)?(?P<items>[^?]+?),\s*(?P<rest>(?:which|what)\b.*)$"
                    r"|\bwhich (?:one )?of (?:the )?(?P<items2>[^?]+?)\s+(?P<rest2>(?:had|has|have|was|were|is|are|"

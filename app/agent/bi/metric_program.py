@@ -1,5 +1,5 @@
-"""A metric program: a formula (``bi_formula``) whose line items are grounded cells of one filing's
-statements (``bi_operands``), possibly from several tables (the balance sheet and the income statement),
+"""A metric program: a formula (``bi.formula``) whose line items are grounded cells of one filing's
+statements (``bi.operands``), possibly from several tables (the balance sheet and the income statement),
 compiled to one read-only SQL statement that computes the value, and stated back as the formula in words
 with each operand's value, row and page.
 
@@ -12,14 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from app.agent.bi_format import col_name
-from app.agent.bi_formula import Bin, Node, Num, Ref, Term, show, terms
-from app.agent.bi_metrics import Metric
-from app.agent.bi_operands import STATEMENT_NAMES, Leaf, LeafProgram, ground, unique_leaves
-from app.agent.bi_periods import Period
-from app.agent.bi_program import fmt, q
-from app.agent.bi_table import TableView
-from app.agent.bi_units import restated
+from app.agent.bi.format import col_name
+from app.agent.bi.formula import Bin, Node, Num, Ref, Term, show, terms
+from app.agent.bi.metrics import Metric
+from app.agent.bi.operands import STATEMENT_NAMES, Leaf, LeafProgram, ground, unique_leaves
+from app.agent.bi.periods import Period
+from app.agent.bi.program import fmt, q
+from app.agent.bi.table import TableView
+from app.agent.bi.units import restated
 
 
 @dataclass

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from app.agent.bi_ground import expanded_words
-from app.agent.bi_question import WHICH, ParsedQuestion, entity_text, operations_asked
+from app.agent.bi.ground import expanded_words
+from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
 from app.agent.vocabulary import row_kinds
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from app.agent.bi_program import fmt
+from app.agent.bi.program import fmt
 
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _WORD = r"(thousand|million|billion)s?"

@@ -4,7 +4,7 @@ total current liabilities", "DIO + DSO - DPO".
 
 ``parse(text)`` -> an expression tree: ``Num`` constants, ``Term`` line items (a value at a period, the
 average of two period-ends, or the change between them), ``Ref`` names of other metrics (expanded by
-``bi_metrics``) and ``Bin`` operations. Periods a term does not name are the question's (``Term.periods``
+``bi.metrics``) and ``Bin`` operations. Periods a term does not name are the question's (``Term.periods``
 empty): a value at the target year, an average / change over the target year and the year before.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from app.agent.bi_periods import Period, periods_in, strip_periods
+from app.agent.bi.periods import Period, periods_in, strip_periods
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from app.agent.bi_periods import Period
-from app.agent.bi_table import TableView
+from app.agent.bi.periods import Period
+from app.agent.bi.table import TableView
 from ingest.facts import calendar as fiscal_calendar
 
 

@@ -8,9 +8,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from app.agent.bi_periods import Period
-from app.agent.bi_question import ParsedQuestion, entity_text
-from app.agent.bi_table import Col, Row, TableView
+from app.agent.bi.periods import Period
+from app.agent.bi.question import ParsedQuestion, entity_text
+from app.agent.bi.table import Col, Row, TableView
 from app.agent.text import WORD, content_words
 
 # groups of interchangeable names of line items

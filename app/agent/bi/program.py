@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from app.agent.bi_table import Cell, Col, Row, TableView
+from app.agent.bi.table import Cell, Col, Row, TableView
 
 ARITHMETIC = {"difference", "pct_change", "average", "sum", "ratio", "count"}
 

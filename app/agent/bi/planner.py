@@ -2,7 +2,7 @@
 with the reason when no table in scope answers the question confidently (the agent then hands over to RAG).
 
 ``plan_question(question, tables, kb=..., tenant=...)`` is the entry point; the program it returns carries
-its table view, operands (row x column cells), SQL and confidence (``bi_program.Program``).
+its table view, operands (row x column cells), SQL and confidence (``bi.program.Program``).
 """
 from __future__ import annotations
 
@@ -10,22 +10,22 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
-from app.agent.bi_catalog import load_views, rank_tables, tables_in_scope, vector_cache
-from app.agent.bi_ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
+from app.agent.bi.catalog import load_views, rank_tables, tables_in_scope, vector_cache
+from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
                                  match_rows, period_order)
-from app.agent.bi_grounding import GENERIC, grounding_doubts
-from app.agent.bi_count import count_program
-from app.agent.bi_instructions import read
-from app.agent.bi_metric_program import MetricProgram, plan_metric
-from app.agent import bi_fiscal as fiscal
-from app.agent.bi_choice import choice_items, plan_choice
-from app.agent.bi_metric_series import plan_series, series_kind
-from app.agent.bi_metrics import metric_for
+from app.agent.bi.grounding import GENERIC, grounding_doubts
+from app.agent.bi.count import count_program
+from app.agent.bi.instructions import read
+from app.agent.bi.metric_program import MetricProgram, plan_metric
+from app.agent.bi import fiscal
+from app.agent.bi.choice import choice_items, plan_choice
+from app.agent.bi.metric_series import plan_series, series_kind
+from app.agent.bi.metrics import metric_for
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
-from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
-from app.agent.bi_program import Operand, Program
-from app.agent.bi_question import ParsedQuestion, entity_text, parse_question
-from app.agent.bi_table import Col, Row, TableView
+from app.agent.bi.periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
+from app.agent.bi.program import Operand, Program
+from app.agent.bi.question import ParsedQuestion, entity_text, parse_question
+from app.agent.bi.table import Col, Row, TableView
 from app.agent.text import content_words
 
 CONFIDENT = 0.55  # below: hand over to RAG
@@ -149,7 +149,7 @@ def _metric(question: str, rd, metric, views, encode, kind: Optional[str]) -> tu
 
 def _single_table_formula(metric) -> bool:
     """A defined ratio of two line items: the single-table planner may still read it (one table)."""
-    from app.agent.bi_formula import Bin, Term
+    from app.agent.bi.formula import Bin, Term
     t = metric.formulas[0]
     return isinstance(t, Bin) and t.op == "/" and isinstance(t.left, Term) and isinstance(t.right, Term) \
         and t.left.agg == t.right.agg == "value"
@@ -228,7 +228,7 @@ def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], pr
     row_score = min(scores) if scores else 0.0
     if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min", "count")):  # over all rows: the column decides
         row_score = max(row_score, 0.7)
-    from app.agent.bi_ground import expanded_words
+    from app.agent.bi.ground import expanded_words
     texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
     explained = expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
     want = content_words(entity_text(pq.phrase))

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from app.agent.bi_periods import PERIOD_COLUMN_NAMES, Period, column_period, value_period
+from app.agent.bi.periods import PERIOD_COLUMN_NAMES, Period, column_period, value_period
 from ingest.text_glue import unglue
 
 # a header cell inside the body: a period or a unit/change heading ("2022 $ million", "currency ∆%", "Year ended")
@@ -63,7 +63,7 @@ class TableView:
     cols: list[Col]
     unit: str = ""
     misaligned: str = ""  # why the columns' headers may not be their values' (numbers left in a text column)
-    description: str = ""  # the table as one text (``bi_catalog.describe``), made once per view
+    description: str = ""  # the table as one text (``bi.catalog.describe``), made once per view
 
     def col(self, key: str) -> Col:
         return next(c for c in self.cols if c.key == key)

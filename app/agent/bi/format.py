@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from app.agent.bi_metrics import outflow_item
-from app.agent.bi_periods import column_period
-from app.agent.bi_program import Operand, Program, fmt
-from app.agent.bi_units import restated
+from app.agent.bi.metrics import outflow_item
+from app.agent.bi.periods import column_period
+from app.agent.bi.program import Operand, Program, fmt
+from app.agent.bi.units import restated
 
 TITLES = {"difference": "Change", "pct_change": "Percentage change", "average": "Average", "sum": "Total",
           "ratio": "Ratio", "count": "Count"}

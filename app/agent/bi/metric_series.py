@@ -12,15 +12,15 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from app.agent.bi_formula import show
-from app.agent.bi_metric_program import (MetricProgram, _percent_tree, aliases, bind, decimals_asked, leaf_line,
+from app.agent.bi.formula import show
+from app.agent.bi.metric_program import (MetricProgram, _percent_tree, aliases, bind, decimals_asked, leaf_line,
                                          select_sql)
-from app.agent.bi_metrics import Metric
-from app.agent.bi_operands import LeafProgram, unique_leaves
-from app.agent.bi_periods import Period
-from app.agent.bi_program import fmt
-from app.agent.bi_question import parse_question
-from app.agent.bi_table import TableView
+from app.agent.bi.metrics import Metric
+from app.agent.bi.operands import LeafProgram, unique_leaves
+from app.agent.bi.periods import Period
+from app.agent.bi.program import fmt
+from app.agent.bi.question import parse_question
+from app.agent.bi.table import TableView
 
 CAGR = re.compile(r"\bcagr\b|\bcompound(?:ed)? annual growth(?: rate)?\b", re.I)
 CONSISTENT = re.compile(r"\b(consistent|stable|steady|fluctuat\w*|volatil\w*)\b", re.I)

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from app.agent.bi_table import TableView, load_view
+from app.agent.bi.table import TableView, load_view
 from app.agent.text import content_words
 from ingest.table_vectors import table_texts
 

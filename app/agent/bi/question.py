@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from app.agent.bi_count import condition, without_condition
-from app.agent.bi_periods import Period, periods_in, strip_periods
+from app.agent.bi.count import condition, without_condition
+from app.agent.bi.periods import Period, periods_in, strip_periods
 
 OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "min", "count")
 _PCT_CHANGE = re.compile(
@@ -28,7 +28,7 @@ _DIFF = re.compile(rf"\b({_CHANGE_WORDS}|how much (?:more|less|higher|lower|grea
 _SUM = re.compile(r"\b(sum|combined|in total|altogether|aggregate|add(?:ed)? up|total)\b", re.I)
 _MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|larger|greater)\b", re.I)
 _MIN = re.compile(r"\b(lowest|smallest|least|minimum|min|fewest|lower|smaller)\b", re.I)
-# "which segment ... highest": the kind of item ranked (read by bi_grounding too)
+# "which segment ... highest": the kind of item ranked (read by bi.grounding too)
 WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
                    r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
 # "In which years was X provided?", "Which years does the table cover?": the header answers (the text route)

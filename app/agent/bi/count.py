@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from app.agent.bi_program import Operand, Program
+from app.agent.bi.program import Operand, Program
 
 COND = re.compile(r"\b(exceed(?:ed|s|ing)?|more than|greater than|above|higher than|over|at least|below|less than|"
                   r"lower than|under|fewer than|smaller than|at most)\s+(?:(?:US)?\$|€|£)?\s*(-?[\d,]*\.?\d+)\s*"
