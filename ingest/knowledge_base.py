@@ -23,8 +23,8 @@ from ingest.models import Chunk, Document, DocumentFactsRow, DocumentVersion, Ta
 from ingest.pipeline import DocumentPipeline, PipelineLimits
 from ingest.sql_guard import run_readonly
 from ingest.store import make_engine
-from ingest.table_catalogue import table_info
-from ingest.tables import drop_sql_table
+from ingest.tables.catalogue import table_info
+from ingest.tables.typed import drop_sql_table
 from ingest.tenant_kb import TenantKB
 from ingest.types import (
     ColumnInfo, DocumentInfo, DocumentResult, IngestSummary, JobInfo, Passage, ProgressCallback, ProgressEvent,
@@ -198,7 +198,7 @@ class KnowledgeBase:
     def table_vectors(self, tenant: str, sql_names: list[str]) -> dict:
         """text -> embedding of what the BI planner embeds for these tables of the tenant (stored at ingest;
         a table catalogued before they existed is embedded here, once)."""
-        from ingest.table_vectors import stored_vectors
+        from ingest.tables.vectors import stored_vectors
 
         return stored_vectors(self.engine, self.embedder, tenant, sql_names) if sql_names else {}
 

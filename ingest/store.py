@@ -35,10 +35,10 @@ def make_engine(url: str) -> sa.Engine:
     else:
         engine = sa.create_engine(url, pool_pre_ping=True)
     SQLModel.metadata.create_all(engine, tables=MODEL_TABLES)
-    from ingest.table_catalogue import add_meta_column
+    from ingest.tables.catalogue import add_meta_column
 
     add_meta_column(engine)
-    from ingest.table_vectors import add_vector_columns
+    from ingest.tables.vectors import add_vector_columns
 
     add_vector_columns(engine)
     add_ingest_version_columns(engine)

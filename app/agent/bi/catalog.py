@@ -17,7 +17,7 @@ import numpy as np
 
 from app.agent.bi.table import TableView, load_view
 from app.agent.text import content_words
-from ingest.table_vectors import table_texts
+from ingest.tables.vectors import table_texts
 
 _NAME_STOP = {"10k", "10q", "8k", "annual", "report", "quarterly", "form", "filing", "pdf", "html", "docx", "xlsx",
               "csv", "txt", "the", "inc", "corp", "ltd", "plc", "llc", "and", "statement", "statements", "financial",
@@ -117,7 +117,7 @@ class Candidate:
 
 
 def describe(view: TableView) -> str:
-    """The table as one text (``ingest.table_vectors``: the text its stored vector was embedded from), made once
+    """The table as one text (``ingest.tables.vectors``: the text its stored vector was embedded from), made once
     per view (views are kept by the knowledge base; each question reads it twice: stored vectors, ranking)."""
     if not view.description:
         view.description = table_texts(view.info)[0]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ingest.parsers import RawTable
-from ingest.table_detect import detect_borderless
-from ingest.table_layout import Layout, layout_text, page_layout
+from ingest.tables.detect import detect_borderless
+from ingest.tables.layout import Layout, layout_text, page_layout
 
 
 def _area(b) -> float:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ingest.table_layout import Layout, Line, Segment
-from ingest.table_rows import find_scale
+from ingest.tables.layout import Layout, Line, Segment
+from ingest.tables.rows import find_scale
 
 MIN_ROWS = 3  # multi-segment lines a block needs
 FOOTNOTE = re.compile(r"^\(\d\)$")
@@ -222,7 +222,7 @@ def _yearish(t: str) -> bool:
 
 def _numeric_columns(data: list[list[str | None]], width: int) -> set[int]:
     """Value columns: most of their filled data cells are numbers (empty set when the table has no text column)."""
-    from ingest.table_layout import is_numeric_text
+    from ingest.tables.layout import is_numeric_text
 
     out = set()
     for j in range(1, width):

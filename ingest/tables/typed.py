@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from ingest.parsers import Cell, RawTable
-from ingest.table_captions import CAPTION, JUNK_TITLE, PERIOD_WORDS, caption_header_rows, title_rows
-from ingest.table_grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
-from ingest.table_numbers import CURRENCIES, ParsedNumber, parse_number  # noqa: F401 - parse_number is re-exported
-from ingest.table_periods import parse_period
-from ingest.table_rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
+from ingest.tables.captions import CAPTION, JUNK_TITLE, PERIOD_WORDS, caption_header_rows, title_rows
+from ingest.tables.grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
+from ingest.tables.numbers import CURRENCIES, ParsedNumber, parse_number  # noqa: F401 - parse_number is re-exported
+from ingest.tables.periods import parse_period
+from ingest.tables.rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
 
 USD_WORDS = re.compile(r"\bUSD\b|U\.S\. dollars|US dollars|\$", re.I)
 

@@ -196,22 +196,22 @@ class _Extracting:
 
 
 def ruled_tables(page: EdgePage, number: int) -> list[RawTable]:
-    """pdfplumber's ``find_tables()`` on the edges, cleaned as ``ingest.table_pdf`` cleans pdfplumber's own."""
+    """pdfplumber's ``find_tables()`` on the edges, cleaned as ``ingest.tables.pdf`` cleans pdfplumber's own."""
     from pdfplumber.table import TableFinder
 
-    from ingest.table_pdf import ruled_raw_tables
+    from ingest.tables.pdf import ruled_raw_tables
 
     tables = [_Extracting(t, page.chars) for t in TableFinder(page, {}).tables]
     return ruled_raw_tables(tables, lambda box: _text_in(page.chars, box), page.width, number)
 
 
 def pdfium_page_tables(page, number: int, max_chars: int) -> tuple[list[RawTable], str | None] | None:
-    """``ingest.table_pdf.page_tables`` for a pypdfium2 page: (tables, the upright text of a sideways page or
+    """``ingest.tables.pdf.page_tables`` for a pypdfium2 page: (tables, the upright text of a sideways page or
     None); None where pdfplumber must read the page (a /Rotate page, text pdfium cannot place char by char);
     a ``ValueError`` when it has more than ``max_chars`` characters."""
-    from ingest.table_layout import layout_from_chars
-    from ingest.table_pdf import layout_tables
-    from ingest.table_pdfium import pdfium_chars
+    from ingest.tables.layout import layout_from_chars
+    from ingest.tables.pdf import layout_tables
+    from ingest.tables.pdfium import pdfium_chars
 
     if page.get_rotation() != 0:
         return None

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
 from ingest.models import TableEntry
-from ingest.table_catalogue import table_info
+from ingest.tables.catalogue import table_info
 from ingest.text_glue import unglue
 from ingest.types import TableInfo
 

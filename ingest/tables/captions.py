@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from ingest.parsers import Cell
-from ingest.table_grid import blank, periodish
-from ingest.table_numbers import parse_number
-from ingest.table_rows import SUMMARY, find_scale, statement_title
+from ingest.tables.grid import blank, periodish
+from ingest.tables.numbers import parse_number
+from ingest.tables.rows import SUMMARY, find_scale, statement_title
 
 CAPTION = re.compile(r"\b(in\s+(thousands|millions|billions)|except\s+per|unaudited|statements?\s+of|balance\s+sheets?|"
                      r"consolidated|dollars|amounts)\b|^\(.*\)$", re.I)
