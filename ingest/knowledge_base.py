@@ -22,7 +22,7 @@ from ingest.ocr import OcrConfig
 from ingest.models import Chunk, Document, DocumentFactsRow, DocumentVersion, TableEntry
 from ingest.pipeline import DocumentPipeline, PipelineLimits
 from ingest.sql_guard import run_readonly
-from ingest.store import make_engine
+from ingest.store.sql import make_engine
 from ingest.tables.catalogue import table_info
 from ingest.tables.typed import drop_sql_table
 from ingest.tenant_kb import TenantKB
@@ -31,7 +31,7 @@ from ingest.types import (
     SqlResult, TableInfo, VersionInfo,
 )
 from engine.openmp import release_thread_pool
-from ingest.vectors import open_vector_store, sparse_query_vector
+from ingest.store.vectors import open_vector_store, sparse_query_vector
 
 
 class KnowledgeBase:
@@ -89,7 +89,7 @@ class KnowledgeBase:
                         jobs.record_item(self.engine, item.id, result)
                         report(ProgressEvent("file_done", job_id, item.seq, total, item.filename, result.pages,
                                              result.chunks, result.chunks, result))
-                self.vectors.optimize()  # HNSW for what this job added (see ingest/store_edge.py)
+                self.vectors.optimize()  # HNSW for what this job added (see ingest/store/edge.py)
             finally:
                 release_thread_pool()  # the embedder kept this thread's OpenMP pool between batches
             jobs.set_job_status(self.engine, job_id, "done")

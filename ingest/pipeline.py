@@ -36,7 +36,7 @@ from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, 
 from ingest.parsers import ParsedDocument, parse_file_staged
 from ingest.tables.typed import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
 from ingest.types import DocumentResult
-from ingest.vectors import SparseVec, VectorPoint, VectorStore, sparse_document_vector
+from ingest.store.vectors import SparseVec, VectorPoint, VectorStore, sparse_document_vector
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64

@@ -17,8 +17,8 @@ log = logging.getLogger(__name__)
 
 def migrate_local_store(old: Path, collection: str, dest: Path, dim: int) -> int:
     """Copy ``collection`` from the local store at ``old`` into a new Edge shard at ``dest``; points copied."""
-    from ingest.store_edge import EdgeVectorStore
-    from ingest.store_server import ServerVectorStore
+    from ingest.store.edge import EdgeVectorStore
+    from ingest.store.server import ServerVectorStore
 
     if not (old / "collection" / collection).exists():
         return 0

@@ -2,7 +2,7 @@
 
 The same class opens qdrant-client's local mode (``path=`` a folder, or ``location=":memory:"``): the
 store this project used before Edge. It is brute force in numpy and single-process; it remains only as
-the benchmark's reference and as the source of ``ingest.store_migrate``.
+the benchmark's reference and as the source of ``ingest.store.migrate``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from ingest.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
+from ingest.store.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
 
 
 def _match(key: str, value) -> models.FieldCondition:

@@ -1,13 +1,13 @@
 """The embedded vector store: one Qdrant Edge shard (the Qdrant engine in-process) per collection.
 
-Layout as on a server (see ``ingest.vectors``): named ``dense`` (cosine) and ``sparse`` (IDF) vectors,
+Layout as on a server (see ``ingest.store.vectors``): named ``dense`` (cosine) and ``sparse`` (IDF) vectors,
 keyword indexes on ``tenant`` (a tenant index) and ``doc_id``. Updates go through Edge's WAL first, so a
 process killed right after ``upsert`` returns keeps the points (the WAL is replayed on load).
 
 Indexing: Edge runs no background optimizer; ``optimize()`` builds HNSW for what was written since the last
 call. Edge's own optimize holds the Python GIL while it runs (qdrant-edge-py 0.9), so past
 ``OFFLOAD_ABOVE_POINTS`` it runs on a copy of the shard in a child process and the optimized copy is swapped
-in (``ingest.store_optimize``): searches go on meanwhile and wait only for the swap. The pipeline calls it at
+in (``ingest.store.optimize``): searches go on meanwhile and wait only for the swap. The pipeline calls it at
 the end of each ingest job, and the optimizer is set up so one call costs about what the job added: new points stay in
 an appendable segment searched by brute force (``INDEXING_THRESHOLD_KB``, ~2.6k chunks), indexed segments
 are capped (``MAX_SEGMENT_KB``, ~42k chunks) and merged only past ``SEGMENT_NUMBER`` segments. Every segment
@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 
-from ingest.store_optimize import old_path, optimize_copy, recover_swap, swap_in
-from ingest.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
+from ingest.store.optimize import old_path, optimize_copy, recover_swap, swap_in
+from ingest.store.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
 
 log = logging.getLogger(__name__)
 INDEXING_THRESHOLD_KB = 4_000
@@ -171,7 +171,7 @@ class EdgeVectorStore:
 
 def open_shard(path: Path, dim: int, recover: bool = True) -> qe.EdgeShard:
     """Load the shard at ``path`` or create it; a shard held by another process raises VectorStoreBusy.
-    ``recover``: first undo an index swap a crash cut short (``ingest.store_optimize``)."""
+    ``recover``: first undo an index swap a crash cut short (``ingest.store.optimize``)."""
     try:
         if recover:  # the caller owns the folder (take_ownership)
             recover_swap(path)

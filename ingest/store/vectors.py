@@ -4,9 +4,9 @@ Two implementations share one collection layout (named vectors ``dense`` (cosine
 applied by the engine, ``Modifier.IDF``), payload ``tenant`` / ``doc_id`` / ``version`` / ``ord`` with
 keyword indexes on ``tenant`` (a tenant index) and ``doc_id``):
 
-- ``ingest.store_edge.EdgeVectorStore``: Qdrant Edge, the Qdrant engine in-process (HNSW, payload indexes,
+- ``ingest.store.edge.EdgeVectorStore``: Qdrant Edge, the Qdrant engine in-process (HNSW, payload indexes,
   sparse inverted index, WAL) under ``data_dir/qdrant_edge/<collection>``. The embedded default.
-- ``ingest.store_server.ServerVectorStore``: qdrant-client against a Qdrant server (``qdrant_url``), the
+- ``ingest.store.server.ServerVectorStore``: qdrant-client against a Qdrant server (``qdrant_url``), the
   scale-out twin; the same class also opens qdrant-client's old local mode (benchmark reference, migration).
 
 The sparse side is our own tokenizer: lowercase word/number tokens minus a few stopwords, hashed to
@@ -102,13 +102,13 @@ def edge_path(data_dir: Path, collection: str) -> Path:
 def open_vector_store(collection: str, dim: int, url: str = "", data_dir: Path | None = None,
                       migrate_from: Path | None = None) -> VectorStore:
     """A Qdrant server when ``url`` is set, else the Edge shard under ``data_dir`` (migrating qdrant-client's
-    old local store at ``migrate_from`` on first start, see ``ingest.store_migrate``)."""
+    old local store at ``migrate_from`` on first start, see ``ingest.store.migrate``)."""
     if url:
-        from ingest.store_server import ServerVectorStore
+        from ingest.store.server import ServerVectorStore
 
         return ServerVectorStore(collection, dim, url=url)
-    from ingest.store_edge import EdgeVectorStore
-    from ingest.store_migrate import migrate_local_store
+    from ingest.store.edge import EdgeVectorStore
+    from ingest.store.migrate import migrate_local_store
 
     assert data_dir is not None
     path = edge_path(data_dir, collection)

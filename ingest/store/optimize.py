@@ -7,7 +7,7 @@ child works on a copy:
 
 1. the owner flushes the shard and, with its writes held back (searches go on), copies the folder to
    ``<shard>.optimizing``;
-2. a child process (``python -m ingest.store_optimize <copy> <dim>``) loads the copy, optimizes, flushes and
+2. a child process (``python -m ingest.store.optimize <copy> <dim>``) loads the copy, optimizes, flushes and
    closes it: the graph build runs on the child's GIL and cores;
 3. the owner swaps the folders: close, ``<shard>`` -> ``<shard>.old``, copy -> ``<shard>``, load. Searches
    wait only for this close/rename/load; ``<shard>.old`` is deleted afterwards.
@@ -55,10 +55,10 @@ def optimize_copy(path: Path, dim: int) -> Path | None:
     work = work_path(path)
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(path, work)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),
                                                                   os.environ.get("PYTHONPATH", "")) if p)}
     try:
-        proc = subprocess.run([sys.executable, "-m", "ingest.store_optimize", str(work), str(dim)],
+        proc = subprocess.run([sys.executable, "-m", "ingest.store.optimize", str(work), str(dim)],
                               capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         shutil.rmtree(work, ignore_errors=True)
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
     _die_with_parent()
     import qdrant_edge as qe
 
-    from ingest.store_edge import edge_config
+    from ingest.store.edge import edge_config
 
     shard = qe.EdgeShard.load(argv[0], edge_config(int(argv[1])))
     try:
