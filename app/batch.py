@@ -141,7 +141,7 @@ def batch_command(settings, docs: Path, questions: Path, out: Path, tenant: str 
         if use_ray and not settings.qdrant_url:
             service.close()
             service = None
-            from ingest.store import make_engine
+            from ingest.store.sql import make_engine
             engine = make_engine(settings.resolved_database_url)
         elif settings.ray_address and not use_ray:
             console.print("[yellow]running in-process: this process holds the embedded vector store "

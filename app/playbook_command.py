@@ -19,7 +19,7 @@ playbook_cli = typer.Typer(help="A tenant's own clause kinds (its playbook), mer
 
 
 def _engine():
-    from ingest.store import make_engine
+    from ingest.store.sql import make_engine
 
     settings = get_settings()
     settings.ensure_dirs()

@@ -283,7 +283,7 @@ class LexiconService:
 
     # ---- dashboards -----------------------------------------------------------------------------
     def kpis(self, tenant: str) -> list[dict]:
-        from app.agent.bi_planner import column_period
+        from app.agent.bi.planner import column_period
 
         out = []
         for t in self.kb.list_tables(tenant):
@@ -302,7 +302,7 @@ class LexiconService:
 
     def _long_table_kpis(self, tenant: str, t) -> list[dict]:
         """A period column and metric columns (``year | revenue``): the latest period's metrics."""
-        from app.agent.bi_planner import PERIOD_COLUMN_NAMES
+        from app.agent.bi.planner import PERIOD_COLUMN_NAMES
         from app.agent.nodes_bi import _fmt
 
         period = next((c for c in t.columns if c.name.lower() in PERIOD_COLUMN_NAMES), None)

@@ -129,7 +129,7 @@ def bench_ingest(tmp: Path, n_files: int, repeats: int = 2) -> None:
 # ---- search ----------------------------------------------------------------------------------------
 def synthetic_points(size: int, dim: int, batch: int = 2000):
     """The same points for both stores: batches of VectorPoint."""
-    from ingest.vectors import VectorPoint, sparse_document_vector
+    from ingest.store.vectors import VectorPoint, sparse_document_vector
 
     rng, nprng = random.Random(1), np.random.default_rng(1)
     for start in range(0, size, batch):
@@ -144,7 +144,7 @@ def synthetic_points(size: int, dim: int, batch: int = 2000):
 
 def edge_store(size: int, dim: int, store_dir: Path, job_chunks: int):
     """A built Edge shard for ``size`` points (reused when complete), plus a build note."""
-    from ingest.store_edge import EdgeVectorStore
+    from ingest.store.edge import EdgeVectorStore
 
     path = store_dir / f"edge_{size}_v{BUILD_VERSION}"
     if (path / ".complete").exists():
@@ -170,7 +170,7 @@ def edge_store(size: int, dim: int, store_dir: Path, job_chunks: int):
 
 
 def local_store(size: int, dim: int):
-    from ingest.store_server import ServerVectorStore
+    from ingest.store.server import ServerVectorStore
 
     store = ServerVectorStore(f"bench_{size}", dim, location=":memory:")
     t0 = time.perf_counter()
@@ -182,7 +182,7 @@ def local_store(size: int, dim: int):
 def time_queries(store, vecs: dict, n: int, tenant: str = "t-a", cpu: list | None = None) -> list[float]:
     """Wall seconds per query; ``cpu`` collects the process's CPU seconds per query (all threads), a figure
     that holds up when other work shares the machine."""
-    from ingest.vectors import sparse_query_vector
+    from ingest.store.vectors import sparse_query_vector
 
     out = []
     for q in range(n):
@@ -239,12 +239,12 @@ def bench_search(sizes: list[int], n_queries: int, local_queries: list[int], sto
 
 def bench_optimize(size: int, dim: int, tmp: Path) -> None:
     """Search latency while the index is built: Edge's own optimize in-process (the reference: it holds the
-    GIL and the store) vs ours in a child process on a copy (ingest.store_optimize), on two identical shards of
+    GIL and the store) vs ours in a child process on a copy (ingest.store.optimize), on two identical shards of
     ``size`` upserted, not yet indexed points; a thread optimizes while the main thread searches back to back
     (each search's time counted from the end of the previous one, so a stall between searches shows)."""
     import threading
 
-    from ingest.store_edge import EdgeVectorStore
+    from ingest.store.edge import EdgeVectorStore
 
     vecs = {}
     rng = np.random.default_rng(7)

@@ -206,7 +206,7 @@ def _doc_types() -> dict[str, str]:
 
 def _typed_tables(pdf: Path):
     from ingest.parsers.pdf import parse_pdf
-    from ingest.tables import build_typed_table
+    from ingest.tables.typed import build_typed_table
 
     with no_table_budget():
         parsed = parse_pdf(pdf)
@@ -220,7 +220,7 @@ def bench_periods(limit: int | None, verbose: bool = False) -> None:
     if not folder.is_dir():
         print(f"SKIP: {folder} is absent")
         return
-    from ingest.table_periods import NOT_A_PERIOD
+    from ingest.tables.periods import NOT_A_PERIOD
 
     types = _doc_types()
     all_stmt = all_ok = all_tables = all_named = 0

@@ -80,7 +80,7 @@ def bench_evidence(limit: int | None, eval_dir: Path, typed_tables) -> None:
     by_doc: dict[str, list] = {}
     for item in EVIDENCE_CELLS[:limit]:
         by_doc.setdefault(questions[item[0]]["doc_name"], []).append(item)
-    from ingest.table_rows import find_scale
+    from ingest.tables.rows import find_scale
 
     cells_ok, cells_loose, per_q = 0, 0, {}
     for doc, items in by_doc.items():

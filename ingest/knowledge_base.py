@@ -22,16 +22,16 @@ from ingest.ocr import OcrConfig
 from ingest.models import Chunk, Document, DocumentFactsRow, DocumentVersion, TableEntry
 from ingest.pipeline import DocumentPipeline, PipelineLimits
 from ingest.sql_guard import run_readonly
-from ingest.store import make_engine
-from ingest.table_catalogue import table_info
-from ingest.tables import drop_sql_table
+from ingest.store.sql import make_engine
+from ingest.tables.catalogue import table_info
+from ingest.tables.typed import drop_sql_table
 from ingest.tenant_kb import TenantKB
 from ingest.types import (
     ColumnInfo, DocumentInfo, DocumentResult, IngestSummary, JobInfo, Passage, ProgressCallback, ProgressEvent,
     SqlResult, TableInfo, VersionInfo,
 )
 from engine.openmp import release_thread_pool
-from ingest.vectors import open_vector_store, sparse_query_vector
+from ingest.store.vectors import open_vector_store, sparse_query_vector
 
 
 class KnowledgeBase:
@@ -89,7 +89,7 @@ class KnowledgeBase:
                         jobs.record_item(self.engine, item.id, result)
                         report(ProgressEvent("file_done", job_id, item.seq, total, item.filename, result.pages,
                                              result.chunks, result.chunks, result))
-                self.vectors.optimize()  # HNSW for what this job added (see ingest/store_edge.py)
+                self.vectors.optimize()  # HNSW for what this job added (see ingest/store/edge.py)
             finally:
                 release_thread_pool()  # the embedder kept this thread's OpenMP pool between batches
             jobs.set_job_status(self.engine, job_id, "done")
@@ -198,7 +198,7 @@ class KnowledgeBase:
     def table_vectors(self, tenant: str, sql_names: list[str]) -> dict:
         """text -> embedding of what the BI planner embeds for these tables of the tenant (stored at ingest;
         a table catalogued before they existed is embedded here, once)."""
-        from ingest.table_vectors import stored_vectors
+        from ingest.tables.vectors import stored_vectors
 
         return stored_vectors(self.engine, self.embedder, tenant, sql_names) if sql_names else {}
 

@@ -1,7 +1,7 @@
 """SQLModel metadata: tenants, documents, their versions, chunks, the table catalogue and ingestion jobs.
 
 Physical SQL tables extracted from financial statements are not declared here: they are created per
-document version by ``ingest.tables`` and listed in ``TableEntry`` (the catalogue the BI agent reads).
+document version by ``ingest.tables.typed`` and listed in ``TableEntry`` (the catalogue the BI agent reads).
 """
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ class TableEntry(SQLModel, table=True):
     unit: str = ""  # table-level unit such as "USD thousands"
     columns_json: str  # [{"name", "label", "sql_type", "unit", "role", "period", ...}]
     n_rows: int = 0
-    meta_json: Optional[str] = None  # section, statement, scale, currency, bbox, rows (ingest.table_catalogue)
-    vector_texts: Optional[str] = None  # JSON list: the texts the BI planner embeds (ingest.table_vectors)
+    meta_json: Optional[str] = None  # section, statement, scale, currency, bbox, rows (ingest.tables.catalogue)
+    vector_texts: Optional[str] = None  # JSON list: the texts the BI planner embeds (ingest.tables.vectors)
     vectors: Optional[bytes] = None  # their embeddings, float16, in that order
 
 

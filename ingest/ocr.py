@@ -198,11 +198,11 @@ def ocr_pages(jobs: list[OcrJob], cfg: OcrConfig, on_page: Callable[[int], None]
 
 
 def ocr_layout(page: OcrPage):
-    """The table layout (``ingest.table_layout.Layout``) of an OCR'd page, built from its word boxes. OCR boxes
+    """The table layout (``ingest.tables.layout.Layout``) of an OCR'd page, built from its word boxes. OCR boxes
     hug the glyphs ("Segment" reaches lower than "2024" on the same line), where a PDF's character boxes share
     their line's font box; so words are first put on lines by vertical overlap and given their line's top and
     bottom, as the PDF path has them, then the same line grouping and column segmentation run."""
-    from ingest.table_layout import Layout, Line, group_lines, segment_line
+    from ingest.tables.layout import Layout, Line, group_lines, segment_line
 
     rows: list[list[dict]] = []
     for w in sorted((dict(w) for w in page.words), key=lambda w: (w["top"] + w["bottom"]) / 2):

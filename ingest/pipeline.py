@@ -30,13 +30,13 @@ from ingest.embedder import Embedder
 from ingest.errors import IngestError
 from ingest.facts import at_ingest
 from ingest.facts.store import facts_row
-from ingest.table_vectors import embed_document_tables
+from ingest.tables.vectors import embed_document_tables
 from ingest.ocr import OcrConfig, tenant_cache
 from ingest.models import Chunk, Document, DocumentVersion, TableEntry, Tenant, utcnow
 from ingest.parsers import ParsedDocument, parse_file_staged
-from ingest.tables import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
+from ingest.tables.typed import TypedTable, build_typed_table, create_sql_table, drop_sql_table, sql_table_name
 from ingest.types import DocumentResult
-from ingest.vectors import SparseVec, VectorPoint, VectorStore, sparse_document_vector
+from ingest.store.vectors import SparseVec, VectorPoint, VectorStore, sparse_document_vector
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64
@@ -276,7 +276,7 @@ class DocumentPipeline:
         return result
 
     def _embed_tables(self, tenant: str, doc_id: str, filename: str, only_missing: bool) -> None:
-        """The BI planner's table vectors (``ingest.table_vectors``); a failure leaves them to the first read."""
+        """The BI planner's table vectors (``ingest.tables.vectors``); a failure leaves them to the first read."""
         try:
             embed_document_tables(self.engine, self.embedder, tenant, doc_id, filename, only_missing)
         except Exception:  # noqa: BLE001 - the document is committed; its tables are embedded when first read

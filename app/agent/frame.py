@@ -78,8 +78,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
                   scratch: Optional[dict] = None, taxonomy=None) -> QuestionFrame:
     """Read ``question`` once for tenant-bound ``kbt`` (``kb.for_tenant(t)``). ``scratch`` (a per-run dict)
     receives the BI plan when one exists, so the BI node runs it without planning again."""
-    from app.agent.bi_instructions import read as read_instructions
-    from app.agent.bi_question import parse_question
+    from app.agent.bi.instructions import read as read_instructions
+    from app.agent.bi.question import parse_question
     from app.agent.scope import documents_for
     from app.agent.text_spans import ask_of
 
@@ -123,7 +123,7 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
 
 
 def _plan_once(kbt, question: str, doc_ids, cs, scratch: Optional[dict]) -> tuple[bool, str]:
-    from app.agent.bi_planner import plan_question
+    from app.agent.bi.planner import plan_question
 
     try:
         tables = kbt.list_tables()

@@ -1,4 +1,4 @@
-"""BI node: a question answered by a typed program over one in-scope table (``bi_planner``), run as SQL.
+"""BI node: a question answered by a typed program over one in-scope table (``bi.planner``), run as SQL.
 The answer states the value with its unit, the formula in words, the rows used, the SQL and a citation of
 the table's page; when no confident plan exists (or anything fails) the node hands over to RAG with the
 reason, never raising to the caller and never using a table outside the scope.
@@ -13,11 +13,11 @@ import re
 from typing import Any, Optional
 
 from app import prompts
-from app.agent.bi_catalog import tables_in_scope
-from app.agent.bi_format import answer_text, column_title, lookup_text, yes_no  # noqa: F401 (re-exported)
-from app.agent.bi_planner import PlanResult, plan_question
-from app.agent.bi_units import asked_scale
-from app.agent.bi_program import ARITHMETIC, Program, fmt
+from app.agent.bi.catalog import tables_in_scope
+from app.agent.bi.format import answer_text, column_title, lookup_text, yes_no  # noqa: F401 (re-exported)
+from app.agent.bi.planner import PlanResult, plan_question
+from app.agent.bi.units import asked_scale
+from app.agent.bi.program import ARITHMETIC, Program, fmt
 from app.agent.frame import plan_of
 from app.agent.state import AgentDeps, AgentState
 
@@ -134,7 +134,7 @@ def make_bi_node(deps: AgentDeps):
             citations += table_citation(deps.kb, state["tenant"], t, needles)
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text, "chart": None,
                 "citations": citations, "supported": prog.grounded, "op": "metric",
-                "cover": 1.0}  # a formula is grounded term by term (bi_metric_program), not by item-word share
+                "cover": 1.0}  # a formula is grounded term by term (bi.metric_program), not by item-word share
 
     def run_program(state: AgentState, prog: Program) -> Optional[dict]:
         if getattr(prog, "kind", "") == "metric":

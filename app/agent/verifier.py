@@ -26,7 +26,7 @@ whose span states less than half of the rest ("what exceptions apply to the non-
 non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
 notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
 change in the average" answered by an average). A BI program's ``cov`` is the share of the question's item words
-its rows, columns and title explain (``bi_grounding``). The weights and thresholds are calibrated on the dev sets per
+its rows, columns and title explain (``bi.grounding``). The weights and thresholds are calibrated on the dev sets per
 kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
 >= 0.9; a kind the dev sets have not measured is never supported.
 """
@@ -42,7 +42,7 @@ from typing import Optional
 
 import numpy as np
 
-from app.agent.bi_question import operation_unmet
+from app.agent.bi.question import operation_unmet
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.taxonomy import asked_words, stems
 from app.agent.text_spans import YEAR

@@ -107,10 +107,10 @@ def compute(doc_id: str, filename: str, version: int, chunks: list[ChunkText],
 
 def at_ingest(doc_id: str, filename: str, version: int, chunks: list, tables: list) -> tuple[DocumentFacts, set[str]]:
     """``compute`` for a version being committed: ``chunks`` (``ingest.chunker.TextChunk``) and ``tables``
-    (``ingest.tables.TypedTable``, in the order ``ingest.pipeline`` names and stores them)."""
+    (``ingest.tables.typed.TypedTable``, in the order ``ingest.pipeline`` names and stores them)."""
     import json as _json
 
-    from ingest.tables import sql_table_name
+    from ingest.tables.typed import sql_table_name
 
     texts = [ChunkText(c.ord, c.page, c.section, c.text) for c in chunks]
     cols = [TableColumns(sql_table_name(t.title, doc_id, version, i), _json.loads(t.columns_json()),

@@ -59,7 +59,7 @@ def parse_image(path: Path, ocr: OcrConfig | None = None, on_ocr_page: OcrProgre
         img.close()
     parsed = ParsedDocument("image", [], [], list(stats.failed), ocr_pages=len(done))
     from ingest.parsers.pdf import may_hold_table
-    from ingest.table_pdf import layout_tables
+    from ingest.tables.pdf import layout_tables
 
     for number in range(1, frames + 1):
         page = done.get(number)

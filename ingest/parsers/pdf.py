@@ -4,7 +4,7 @@ pypdf checks encryption; pypdfium2 gives each page's text and heading lines (set
 a cheap pre-check (numbers aligned in columns, from pypdfium2's character boxes, or ruling paths) picks the
 pages searched for tables: pages with numbers aligned but no rules from pypdfium2's characters alone, at
 once; pages with rules ("ruled") later (``parse_pdf_text``'s second step), by pdfplumber's grid search on the
-page's drawn paths and characters read with pypdfium2 (``ingest.table_ruled``). pdfplumber (pdfminer) reads
+page's drawn paths and characters read with pypdfium2 (``ingest.tables.ruled``). pdfplumber (pdfminer) reads
 only what pypdfium2 cannot place: /Rotate pages, pages whose text pdfium cannot map char by char, and every
 page of a file pypdfium2 cannot open. Sideways pages are turned upright for both text and tables.
 """
@@ -21,7 +21,7 @@ from ingest.errors import IngestError
 from ingest.ocr import OcrConfig
 from ingest.parsers import Page, ParsedDocument, RawTable
 from ingest.parsers.pdf_ocr import needs_ocr, ocr_pdf_pages
-from ingest.table_pdfium import count_paths, pdfium_chars
+from ingest.tables.pdfium import count_paths, pdfium_chars
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
 log = logging.getLogger(__name__)
@@ -162,8 +162,8 @@ def pdf_page_texts(path: Path, tables: bool = True, ocr: OcrConfig | None = None
         doc = pdfium.PdfDocument(str(path), password="")
     except Exception:  # noqa: BLE001 - pdfium raises PdfiumError and others on damaged files
         return None
-    from ingest.table_layout import layout_from_chars
-    from ingest.table_pdf import layout_tables
+    from ingest.tables.layout import layout_from_chars
+    from ingest.tables.pdf import layout_tables
 
     pages, modes, found = [], [], []
     try:
@@ -254,7 +254,7 @@ def _parse_with_pdfplumber(path: Path, tables: bool) -> ParsedDocument:
 
 def _ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int]) -> None:
     """The table search of the pages ``numbers`` (1-based), within ``TABLE_BUDGET_S``: pdfplumber's ruled-grid
-    search on edges and characters read with pypdfium2 (``ingest.table_ruled``), pdfplumber itself (pdfminer)
+    search on edges and characters read with pypdfium2 (``ingest.tables.ruled``), pdfplumber itself (pdfminer)
     only for the pages pypdfium2 cannot give it."""
     started = time.monotonic()
     left = _pdfium_ruled_tables(path, parsed, numbers, started)
@@ -278,7 +278,7 @@ def _add_page_tables(parsed: ParsedDocument, number: int, page_found, upright_te
 
 def _pdfium_ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int], started: float) -> list[int]:
     """The pages of ``numbers`` searched with pypdfium2; returns those left to pdfplumber."""
-    from ingest.table_ruled import pdfium_page_tables
+    from ingest.tables.ruled import pdfium_page_tables
 
     try:
         import pypdfium2 as pdfium
@@ -319,7 +319,7 @@ def _plumber_ruled_tables(path: Path, parsed: ParsedDocument, numbers: list[int]
     """pdfplumber's table search on the pages ``numbers`` (1-based)."""
     import pdfplumber
 
-    from ingest.table_pdf import page_tables
+    from ingest.tables.pdf import page_tables
 
     try:
         with pdfplumber.open(str(path), password="") as pdf:

@@ -69,7 +69,7 @@ def ocr_pdf_pages(path: Path, parsed: ParsedDocument, numbers: list[int], cfg: O
     import pypdfium2 as pdfium
 
     from ingest.parsers.pdf import may_hold_table
-    from ingest.table_pdf import layout_tables
+    from ingest.tables.pdf import layout_tables
 
     stats = OcrStats()
     doc = pdfium.PdfDocument(str(path), password="")

@@ -14,8 +14,8 @@ def quarter_env(tmp_path_factory):
 
 
 def test_stored_column_periods_are_the_catalogue_reading(quarter_env):
-    from app.agent import bi_fiscal
-    from app.agent.bi_catalog import load_views
+    from app.agent.bi import fiscal as bi_fiscal
+    from app.agent.bi.catalog import load_views
 
     kb, _deps, doc_id = quarter_env
     kbt = kb.for_tenant("bi-quarter-stored")

@@ -108,7 +108,7 @@ def test_a_value_asked_in_another_scale_is_restated_in_it(env):
 
 
 def test_asked_scale_is_read_only_when_the_question_names_one():
-    from app.agent.bi_units import asked_scale, restated
+    from app.agent.bi.units import asked_scale, restated
 
     assert asked_scale("What is 3M's FY2018 capex? Answer in USD millions.") == "million"
     assert asked_scale("What was revenue (in units of billions)?") == "billion"
@@ -200,16 +200,16 @@ def test_a_period_with_several_columns_the_question_does_not_tell_apart_is_not_s
 
 
 def test_a_column_the_question_names_is_read_and_an_unread_named_column_is_a_doubt(adoption):
-    from app.agent.bi_grounding import column_doubts
-    from app.agent.bi_planner import build_program
-    from app.agent.bi_question import parse_question
+    from app.agent.bi.grounding import column_doubts
+    from app.agent.bi.planner import build_program
+    from app.agent.bi.question import parse_question
 
     out = ask_bi(adoption, "bi-columns", "What was the deferred revenue as reported?")
     assert out["route"] == "bi" and out["supported"] is True, out
     assert "24,264" in out["answer"] and "1,945" not in out["answer"]
     # the same question read from the adjustments column: the column it names is not read
     kb, deps, doc = adoption
-    from app.agent.bi_catalog import load_views
+    from app.agent.bi.catalog import load_views
 
     view = next(v for v in load_views(kb, "bi-columns", kb.list_tables("bi-columns"), {}) if v.cols[0].period is None)
     pq = parse_question("What was the deferred revenue as reported?")

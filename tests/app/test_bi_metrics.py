@@ -123,7 +123,7 @@ def test_which_of_the_listed_items_is_largest(env):
     assert head(out).startswith("Operating activities (Net cash provided by operating activities) had the most cash "
                                 "flow in 2019"), head(out)
     assert "investing activities: Net cash used in investing activities -95" in head(out)
-    from app.agent.bi_choice import choice_items
+    from app.agent.bi.choice import choice_items
     assert choice_items("Which of cost of sales, SG&A or R&D was the smallest expense in 2019?")[:2] == (
         ["cost of sales", "SG&A", "R&D"], "min")
     assert choice_items("What was the largest expense in 2019?") is None
@@ -193,8 +193,8 @@ def test_a_table_whose_columns_are_misread_grounds_nothing():
     """A real earnings release's table as the PDF reader left it (Amcor's FY2023 release, page 1): a second table's
     header row ('2022 $ million', 'currency ∆%') inside the body and '∆%' values under the '2023' column; its
     'EBITDA 2023: -5' must not be grounded."""
-    from app.agent.bi_grounding import layout_doubts
-    from app.agent.bi_table import load_view
+    from app.agent.bi.grounding import layout_doubts
+    from app.agent.bi.table import load_view
     from ingest.types import ColumnInfo, TableInfo
 
     cols = [ColumnInfo("item", "TEXT", role="label"), ColumnInfo("col_2", "TEXT"),
@@ -241,8 +241,8 @@ def test_a_real_filing_days_payable_outstanding_from_two_statements(tmp_path_fac
 
 
 def test_formulas_as_analysts_write_them():
-    from app.agent.bi_formula import Ref, parse, show, terms
-    from app.agent.bi_metrics import definitions, metric_for
+    from app.agent.bi.formula import Ref, parse, show, terms
+    from app.agent.bi.metrics import definitions, metric_for
 
     t = parse("365 * (average accounts payable between FY2016 and FY2017) / (FY2017 COGS + change in inventory "
               "between FY2016 and FY2017)")

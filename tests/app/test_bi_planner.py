@@ -175,7 +175,8 @@ def test_routing_decides_by_a_confident_plan(env):
 def test_the_plan_is_made_once_per_question_and_the_run_keeps_its_deadline(env, monkeypatch):
     """The frame's plan and the time budget live in the run's scratch (an empty dict when the run starts):
     the BI node runs the frame's plan, never plans again."""
-    from app.agent import bi_planner, nodes_bi
+    from app.agent import nodes_bi
+    from app.agent.bi import planner as bi_planner
     from app.agent.graph import build_graph
     from app.agent.state import turn_input
 
@@ -200,7 +201,7 @@ def test_the_plan_is_made_once_per_question_and_the_run_keeps_its_deadline(env, 
 def test_past_the_table_limit_the_plan_reads_the_documents_a_search_finds(env, monkeypatch):
     """A question that names no document or company, over more tables than the planner reads, is planned over
     the tables of the documents the search ranks first (here: the one that speaks of royalties)."""
-    from app.agent import bi_planner
+    from app.agent.bi import planner as bi_planner
 
     kb, deps, docs = env
     monkeypatch.setattr(bi_planner, "MAX_SCOPE_TABLES", 1)
@@ -221,9 +222,9 @@ def test_tables_are_read_whole_for_their_tenant_only(env):
 def test_ranking_items_of_a_kind_the_table_does_not_name_is_in_doubt(env):
     """"Which segment ..." over a table whose title and headers say nothing of segments (an income statement's
     line items): the item found is stated, not supported; "which item" asks no kind."""
-    from app.agent.bi_catalog import load_views
-    from app.agent.bi_planner import build_program
-    from app.agent.bi_question import parse_question
+    from app.agent.bi.catalog import load_views
+    from app.agent.bi.planner import build_program
+    from app.agent.bi.question import parse_question
 
     kb, deps, docs = env
     view = next(v for v in load_views(kb, TENANT, kb.list_tables(TENANT), {}) if v.info.doc_id == docs["acme"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_text_questions_and_which_years_questions_are_not_figures():
-    from app.agent.bi_question import parse_question
+    from app.agent.bi.question import parse_question
 
     for q in ("What does the recorded investment include?", "What does order intake represent?",
               "In which years was the total equity calculated?", "Which years did deferred tax assets exceed $20,000?"):
@@ -14,7 +14,7 @@ def test_text_questions_and_which_years_questions_are_not_figures():
 
 
 def test_instructions_are_dropped_and_definitions_rewritten():
-    from app.agent.bi_instructions import read
+    from app.agent.bi.instructions import read
 
     r = read("Considering the data in the balance sheet, what is Block's FY2016 working capital ratio? Define working "
              "capital ratio as total current assets divided by total current liabilities. Round your answer to two "
@@ -32,7 +32,7 @@ def test_instructions_are_dropped_and_definitions_rewritten():
 
 
 def test_the_operations_a_question_asks_and_what_a_program_leaves_undone():
-    from app.agent.bi_question import operation_unmet, operations_asked
+    from app.agent.bi.question import operation_unmet, operations_asked
 
     assert operations_asked("What is the change in the average total current tax expense?") == {"average", "change"}
     assert operation_unmet("What is the change in the average total current tax expense?", "average") == {"change"}

@@ -2,7 +2,7 @@
 and a metric added as an entry is read by the one general mechanism."""
 import pytest
 
-from app.agent import bi_metrics
+from app.agent.bi import metrics as bi_metrics
 from app.agent.vocabulary import expand_phrase, phrase_regex
 
 

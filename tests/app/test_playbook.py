@@ -19,7 +19,7 @@ ESCROW = {"name": "source code escrow", "description": "Source code deposited wi
 
 @pytest.fixture
 def engine(tmp_path):
-    from ingest.store import make_engine
+    from ingest.store.sql import make_engine
 
     return make_engine(f"sqlite:///{tmp_path / 'meta.db'}")
 

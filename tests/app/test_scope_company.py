@@ -89,7 +89,7 @@ def test_a_company_no_document_is_about_is_not_answered_from_another(env, mode):
 
 
 def test_a_named_company_scopes_bi_and_rag_to_its_documents(env):
-    from app.agent.bi_planner import plan_question
+    from app.agent.bi.planner import plan_question
     from app.agent.scope import resolve
 
     kb, deps, docs = env

@@ -145,7 +145,7 @@ def test_a_new_version_replaces_the_facts_and_deleting_the_document_removes_them
 def test_a_facts_table_from_before_the_section_column_gets_it(tmp_path):
     import sqlalchemy as sa
 
-    from ingest.store import make_engine
+    from ingest.store.sql import make_engine
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)

@@ -153,7 +153,7 @@ def test_store_in_use_by_another_process_gives_a_clear_error(settings, embedder,
 
     with KnowledgeBase(settings, embedder=embedder):  # holds the Qdrant Edge shard
         child = textwrap.dedent(f"""
-            from ingest.vectors import open_vector_store
+            from ingest.store.vectors import open_vector_store
             try:
                 open_vector_store("chunks", 384, data_dir={str(settings.data_dir)!r})
             except RuntimeError as exc:

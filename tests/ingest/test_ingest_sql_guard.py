@@ -5,7 +5,7 @@ import pytest
 
 from ingest.errors import SqlRejected
 from ingest.sql_guard import run_readonly, validate_sql
-from ingest.store import make_engine
+from ingest.store.sql import make_engine
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from ingest.detect import detect_kind
 from ingest.parsers import RawTable, parse_file
 from ingest.samples import SAMPLE_FACTS
-from ingest.tables import build_typed_table, create_sql_table, parse_number
+from ingest.tables.typed import build_typed_table, create_sql_table, parse_number
 
 
 @pytest.mark.parametrize("cell, value, currency, percent", [

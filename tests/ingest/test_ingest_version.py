@@ -7,7 +7,7 @@ from sqlmodel import Session, select
 from ingest import chunker
 from ingest.models import Chunk, Document, DocumentVersion
 from ingest.samples import write_msa_pdf
-from ingest.store import make_engine
+from ingest.store.sql import make_engine
 
 
 def _state(kb, doc_id):

@@ -26,7 +26,7 @@ def test_an_old_database_is_widened_and_keeps_a_5000_character_name(pg_url):
     from sqlmodel import Session
 
     from ingest.models import Document
-    from ingest.store import make_engine
+    from ingest.store.sql import make_engine
 
     engine = make_engine(pg_url)
     with engine.begin() as conn:  # the columns as an earlier version created them

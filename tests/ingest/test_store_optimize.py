@@ -1,4 +1,4 @@
-"""Qdrant Edge's index build in a child process on a copy, swapped in (ingest.store_optimize): the real Edge
+"""Qdrant Edge's index build in a child process on a copy, swapped in (ingest.store.optimize): the real Edge
 shard and a real child process; points, tenant filters and persistence hold across the swap, a swap cut by a
 crash is rolled back, and the folder has one owner."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import uuid
 import numpy as np
 import pytest
 
-from ingest.store_edge import EdgeVectorStore
-from ingest.store_optimize import old_path, work_path
-from ingest.vectors import VectorPoint, VectorStoreBusy, sparse_document_vector, sparse_query_vector
+from ingest.store.edge import EdgeVectorStore
+from ingest.store.optimize import old_path, work_path
+from ingest.store.vectors import VectorPoint, VectorStoreBusy, sparse_document_vector, sparse_query_vector
 
 DIM = 384  # ~2.6k points of this size pass Edge's indexing threshold, so optimize really builds HNSW
 N = 3200

@@ -10,9 +10,9 @@ import uuid
 import numpy as np
 import pytest
 
-from ingest.store_edge import EdgeVectorStore
-from ingest.store_server import ServerVectorStore
-from ingest.vectors import VectorPoint, edge_path, open_vector_store, sparse_document_vector, sparse_query_vector
+from ingest.store.edge import EdgeVectorStore
+from ingest.store.server import ServerVectorStore
+from ingest.store.vectors import VectorPoint, edge_path, open_vector_store, sparse_document_vector, sparse_query_vector
 
 DIM = 16
 TEXTS = {

@@ -1,4 +1,4 @@
-"""Ruled tables read with pypdfium2 (``ingest.table_ruled``) equal what pdfplumber finds on the same page: the
+"""Ruled tables read with pypdfium2 (``ingest.tables.ruled``) equal what pdfplumber finds on the same page: the
 same edges (lines, rectangles, curves, a grid drawn inside a transformed form XObject, a page whose MediaBox
 does not start at 0), the same cells and caption; pages pdfium cannot place are left to pdfplumber. Real PDFs
 written with reportlab, real pdfplumber and pypdfium2."""
@@ -10,9 +10,9 @@ from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
 
 from ingest.parsers.pdf import parse_pdf
-from ingest.table_pdf import _ruled
-from ingest.table_pdfium import pdfium_chars
-from ingest.table_ruled import EdgePage, page_edges, pdfium_page_tables, ruled_tables
+from ingest.tables.pdf import _ruled
+from ingest.tables.pdfium import pdfium_chars
+from ingest.tables.ruled import EdgePage, page_edges, pdfium_page_tables, ruled_tables
 
 ROWS = [("Segment", "2023", "2022"), ("Industrial coatings", "4,210", "3,980"), ("Marine paints", "1,105", "990"),
         ("Aerospace sealants", "877", "802"), ("Total revenue", "6,192", "5,772")]

@@ -30,8 +30,8 @@ def _entries(kb):
 
 
 def test_vectors_are_stored_at_ingest_and_read_without_the_embedder(kb, tmp_path):
-    from ingest.table_vectors import table_texts, unpack
-    from ingest.table_catalogue import table_info
+    from ingest.tables.vectors import table_texts, unpack
+    from ingest.tables.catalogue import table_info
 
     path = tmp_path / "TALLIS_2019_10K.html"
     path.write_text(REPORT)
@@ -45,7 +45,7 @@ def test_vectors_are_stored_at_ingest_and_read_without_the_embedder(kb, tmp_path
     assert np.allclose(stored, fresh, atol=2e-3)  # float16 of the same vectors
 
     counting = Counting(kb.embedder)
-    from ingest.table_vectors import stored_vectors
+    from ingest.tables.vectors import stored_vectors
 
     got = stored_vectors(kb.engine, counting, "t-a", [entry.sql_name])
     assert set(got) == set(texts) and counting.texts == []  # read, not embedded
@@ -54,7 +54,7 @@ def test_vectors_are_stored_at_ingest_and_read_without_the_embedder(kb, tmp_path
 
 def test_a_table_catalogued_before_vectors_is_embedded_once_on_first_read_or_reingest(kb, tmp_path):
     from ingest.models import TableEntry
-    from ingest.table_vectors import stored_vectors
+    from ingest.tables.vectors import stored_vectors
 
     path = tmp_path / "TALLIS_2019_10K.html"
     path.write_text(REPORT)

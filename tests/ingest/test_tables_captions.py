@@ -8,8 +8,8 @@ from reportlab.pdfgen import canvas
 
 from ingest.parsers import RawTable
 from ingest.parsers.pdf import parse_pdf
-from ingest.table_rows import classify_statement, statement_title
-from ingest.tables import build_typed_table
+from ingest.tables.rows import classify_statement, statement_title
+from ingest.tables.typed import build_typed_table
 
 
 def test_statement_titles_are_caption_lines_not_sentences():

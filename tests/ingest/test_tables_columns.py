@@ -7,7 +7,7 @@ from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
 
 from ingest.parsers.pdf import parse_pdf
-from ingest.tables import build_typed_table
+from ingest.tables.typed import build_typed_table
 
 
 def draw_rows(c, y: float, rows, xs, label_x: float = 40, step: float = 12) -> float:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.table_pdf import page_tables
-from ingest.tables import build_typed_table
+from ingest.tables.pdf import page_tables
+from ingest.tables.typed import build_typed_table
 
 FILINGS = Path(__file__).resolve().parents[3] / "shared" / "eval" / "financebench-dev" / "pdfs"
 needs_filings = pytest.mark.skipif(not FILINGS.is_dir(), reason=f"{FILINGS} is absent (the FinanceBench dev filings)")

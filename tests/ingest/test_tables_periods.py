@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ingest.parsers import RawTable
-from ingest.table_periods import parse_period
-from ingest.tables import build_typed_table
+from ingest.tables.periods import parse_period
+from ingest.tables.typed import build_typed_table
 
 
 @pytest.mark.parametrize("header, context, key, end, months, year, quarter", [

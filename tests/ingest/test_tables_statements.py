@@ -8,7 +8,7 @@ from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
 
 from ingest.parsers.pdf import parse_pdf
-from ingest.tables import build_typed_table
+from ingest.tables.typed import build_typed_table
 
 W, H = letter
 INCOME = [  # (label, indent, values 2021/2020/2019)

@@ -1,0 +1,155 @@
+"""Is a BI program grounded? ``supported`` means the cells are what the question asks, not that SQL ran.
+
+A program is grounded when
+- every row it names is named by the question with high confidence: the row label's words are the
+  question's words or their synonyms ("capital expenditure" ~ "purchases of property, plant and equipment"),
+  or the label's embedding is close to the question's item words with a word in common;
+- the question's item words are explained by the rows, columns and table title used (nothing asked left out);
+- every period the question asks is a column the program reads (or, for a table without period columns, is
+  stated in its title or headers); a table with several periods and a question naming none is a guess;
+- the table's columns are read as printed: no header row inside the body above the rows used, no numbers
+  left in a text column (a "∆%" column read as a period column);
+- the table is from the document in scope (the planner only sees tables of the documents in scope, and a
+  company the question names restricts that scope, ``company_scope``).
+Otherwise ``doubts`` says why and the answer is given as found, not supported.
+"""
+from __future__ import annotations
+
+import re
+
+from app.agent.bi.ground import expanded_words
+from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, operations_asked
+from app.agent.text import content_words
+from app.agent.vocabulary import row_kinds
+
+ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
+ROW_DENSE = 0.75  # or an embedding this close, sharing a word
+COVER = 0.6  # share of the question's item words the rows, columns and title used explain
+ALL_PERIOD_OPS = ("average", "max", "min", "count")  # over every period when none is named
+
+
+GENERIC = content_words("total amount number value sum balance")  # say how much, not which item
+
+
+def _sole_head(m, matches: list) -> bool:
+    """The label's head word (its last, "inventories" of "Merchandise inventories") is named by the question
+    and no other row of the table has the words matched: the one row it can mean."""
+    words = [w for w in content_words(m.row.label)]
+    head = content_words(m.row.label.split()[-1]) if m.row.label.split() else set()
+    if not words or not head or not head <= m.matched:
+        return False
+    return not any(o is not m and m.matched <= (o.matched | frozenset()) and o.matched for o in matches)
+
+
+def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]:
+    doubts: list[str] = []
+    rows = list({id(o.row): o.row for o in prog.operands}.values())
+    over_all_rows = len(rows) > 2 and (pq.breakdown or prog.op in ("max", "min", "count"))
+    by_row = {id(m.row): m for m in matches}
+    if not over_all_rows:
+        for row in rows:
+            m = by_row.get(id(row))
+            if m is None or not (max(m.lex, m.named) >= ROW_LEX or (m.dense >= ROW_DENSE and m.matched) or _sole_head(m, matches)):
+                doubts.append(f"the row {row.label!r} is not clearly what the question names")
+    kind = kind_of_rows(pq.text)
+    if over_all_rows and kind and not content_words(kind) <= _table_words(view, rows):
+        doubts.append(f"the table does not say its rows are the {kind} items the question ranks")
+    want = content_words(entity_text(pq.phrase)) - GENERIC
+    if want and not over_all_rows:
+        left = want - _explained(view, prog)
+        prog.cover = 1.0 - len(left) / len(want)  # the verifier reads it as the answer's coverage
+        if prog.cover < COVER:
+            doubts.append(f"the question's words {', '.join(sorted(left))!r} are not in the rows used")
+    used = [o.col.period for o in prog.operands if o.col.period is not None]
+    if pq.periods:
+        if view.period_cols:
+            for p in pq.periods:
+                if not any(u.year == p.year and (p.quarter is None or u.quarter == p.quarter) for u in used):
+                    doubts.append(f"{p.label()} is not among the columns used")
+        else:
+            text = " ".join([view.info.title or ""] + [c.title for c in view.cols])
+            for p in pq.periods:
+                if str(p.year) not in text and str(p.year)[2:] not in text:
+                    doubts.append(f"the table has no column for {p.label()}")
+    elif len(periods := {(p.year, p.quarter) for p in (c.period for c in view.period_cols)}) > 1:
+        listed = {(u.year, u.quarter) for u in used}
+        every = prog.op in ALL_PERIOD_OPS or (pq.breakdown and len(used) > 1) or listed >= periods
+        if not every:
+            doubts.append("the question names no period; the newest column was taken")
+    if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
+        doubts.append("a cell is empty")
+    doubts += column_doubts(view, pq, prog)
+    doubts += layout_doubts(view, rows)
+    return doubts
+
+
+
+
+def kind_of_rows(question: str) -> str:
+    """The kind of item a "which ..." question ranks ("Which of the business segments had ..."): the last kind
+    word of its "which" phrase, for the kinds a table's title or headers must name (a year or a
+    quarter is a column, not such a kind)."""
+    m = WHICH.search(question)
+    if not m:
+        return ""
+    kinds = row_kinds()  # data: app/data/vocabulary.yaml
+    found = [kinds[w] for w in re.findall(r"[a-z]+", question[m.start(): m.end() + 40].lower()) if w in kinds]
+    return found[-1] if found else ""
+
+
+HEADING_CHARS = 80  # a section this short is a heading; a longer one is the prose above the table
+
+
+def _table_words(view, rows: list) -> set[str]:
+    """The words by which a table says what its rows are: title, a heading above it, headers, row sections."""
+    section = getattr(view.info, "section", "") or ""
+    return expanded_words(" ; ".join([view.info.title or "", section if len(section) <= HEADING_CHARS else "",
+                                      *(c.title for c in view.cols), *(r.section for r in rows)]))
+
+
+def _explained(view, prog) -> set[str]:
+    """The words (synonyms expanded) of the rows, columns, table title and section a program reads."""
+    texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
+    return expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
+
+
+def column_doubts(view, pq: ParsedQuestion, prog) -> list[str]:
+    """A column the question names in full ("as reported") that the program does not read; a period read from
+    one of several columns of that period ("As reported" / "Without adoption of ASC 606", "Amount" / "Per
+    share") that the question does not tell apart: the column taken is a guess."""
+    words = expanded_words(pq.phrase)
+    used = {id(o.col) for o in prog.operands}
+    rows = list({id(o.row): o.row for o in prog.operands}.values())
+    read = _explained(view, prog)
+    for c in view.cols:
+        named = {w for w in content_words(c.title) if not w.isdigit()} - GENERIC
+        if (id(c) not in used and named and named <= words and not named <= read
+                and not operations_asked(c.title)):  # a "Change (%)" column: what the program computes
+            return [f"the question names the column {c.title!r}, which the program does not read"]
+    out = []
+    for col in {id(o.col): o.col for o in prog.operands}.values():
+        if col.period is None:
+            continue
+        same = [c for c in view.period_cols if id(c) not in used and c.period == col.period
+                and c.months == col.months and c.percent == col.percent
+                and any(r.cells.get(c.key) is not None and r.cells[c.key].value is not None for r in rows)]
+        if not same:
+            continue
+        named = len(content_words(col.title) & words)
+        if any(len(content_words(c.title) & words) >= named for c in same):
+            titles = ", ".join(repr(c.title) for c in [col, *same][:3])
+            out.append(f"{col.period.label()} has several columns ({titles}) and the question names none of them")
+            break
+    return out
+
+
+def layout_doubts(view, rows: list) -> list[str]:
+    """The table's columns may not be what their headers say for these rows: a header row inside the body above
+    them, or numbers left in a text column (a period column holding its neighbour's "∆%" values)."""
+    out = []
+    if getattr(view, "misaligned", ""):
+        out.append(f"the table's columns may be misread: {view.misaligned}")
+    heads = [r.reheaded for r in rows if getattr(r, "reheaded", "")]
+    if heads:
+        out.append(f"a header row inside the table ({heads[0]!r}) stands above the row used")
+    return out

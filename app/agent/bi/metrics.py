@@ -1,0 +1,233 @@
+"""Financial metrics over statement line items: a small library of the standard definitions (DPO, DSO, DIO,
+inventory turnover, current / quick ratio, margins, EBITDA, free cash flow, ROA, ROE, ...) and the definitions a
+question spells out ("DPO is defined as: 365 * (average accounts payable between FY2016 and FY2017) / ...").
+
+The catalogue is data (``app/data/metrics.yaml``: names, formulas, units, which way is better; line items with
+their row labels and names), loaded once. ``metric_for(question)`` -> ``Metric`` (name, expression tree, how to state it) or None. A definition the
+question gives wins over the library's; names it uses that the question also defines ("CCC is defined as
+DIO + DSO - DPO. DIO is defined as ...") or the library knows are expanded. Line items are named as analysts
+name them; ``CONCEPTS`` lists the row labels filings use for each and the statement it is read from.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse
+from app.agent.vocabulary import phrase_regex
+
+DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "metrics.yaml"
+UNITS = ("days", "ratio", "percent", "amount")
+STATEMENTS = ("balance_sheet", "income_statement", "cash_flow")
+
+
+class CatalogueError(ValueError):
+    """``metrics.yaml`` has an invalid entry (the message names it and the field)."""
+
+
+def _load(path: Path = DATA_FILE) -> tuple[list, dict, list]:
+    """(LIBRARY, CONCEPTS, ALIASES) from the metric catalogue: read once, at import (a data file shipped with the
+    code, not a document fact)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    library, concepts, aliases = [], {}, []
+    for i, e in enumerate(data.get("metrics") or []):
+        where = f"{path.name}: metric {e.get('name') or i!r}"
+        if not e.get("name") or not e.get("names") or not e.get("formulas") or e.get("unit") not in UNITS:
+            raise CatalogueError(f"{where}: needs name, names, formulas and a unit of {', '.join(UNITS)}")
+        if e.get("better") not in (None, "higher", "lower"):
+            raise CatalogueError(f"{where}: better must be higher or lower")
+        bounds = e.get("range")
+        if bounds is not None and not (isinstance(bounds, list) and len(bounds) == 2
+                                       and all(isinstance(b, (int, float)) for b in bounds) and bounds[0] < bounds[1]):
+            raise CatalogueError(f"{where}: range must be [low, high]")
+        library.append(MetricEntry(phrase_regex(e["names"], plural=True), str(e["name"]),
+                                   [str(f) for f in e["formulas"]], e["unit"], e.get("better"),
+                                   tuple(bounds) if bounds else None))
+    for i, e in enumerate(data.get("line_items") or []):
+        where = f"{path.name}: line item {e.get('name') or i!r}"
+        if not e.get("name") or not e.get("labels") or e.get("statement") not in STATEMENTS:
+            raise CatalogueError(f"{where}: needs name, labels and a statement of {', '.join(STATEMENTS)}")
+        concepts[str(e["name"])] = ([str(x) for x in e["labels"]], e["statement"], bool(e.get("outflow")))
+        if e.get("names"):
+            aliases.append((phrase_regex(e["names"]), str(e["name"])))
+    return library, concepts, aliases
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    names: re.Pattern  # how a question names it
+    name: str  # as the answer states it
+    formulas: list  # tried in order
+    unit: str  # days | ratio | percent | amount
+    better: Optional[str] = None  # higher | lower: which way is an improvement
+    range: Optional[tuple] = None  # (low, high): the values it can take (a margin: -100% .. 100%)
+
+
+# metrics other definitions use by name ("CCC = DIO + DSO - DPO", "EBITDA margin = EBITDA / revenue")
+_REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
+
+# the catalogue: metrics (in file order), line item -> (row labels filings use, statement read from, absolute value:
+# outflows / expenses printed in parentheses on one statement and not on another), and how analysts name items
+LIBRARY, CONCEPTS, ALIASES = _load()
+
+
+def concept_of(name: str) -> Optional[str]:
+    """The line item a term names, when the name is one analysts use for a standard item."""
+    low = " ".join(name.lower().replace("’", "'").split())
+    low = re.sub(r"^(?:the |unadjusted |reported |gaap |total )+", "", low) if low not in CONCEPTS else low
+    if low in CONCEPTS:
+        return low
+    for rx, concept in ALIASES:
+        m = rx.search(low)
+        if m and len(m.group(0)) >= 0.5 * len(low):  # the alias is (most of) the name, not a word inside it
+            return concept
+    return None
+
+
+def outflow_item(label: str) -> Optional[str]:
+    """The standard line item a row's label starts with when filings print that item as an outflow or expense
+    in parentheses on one statement and not on another ("Purchases of property, plant and equipment (PP&E)":
+    capital expenditure): its amount is the magnitude."""
+    words = re.findall(r"[a-z]+", label.lower())
+    for concept, (labels, _home, absolute) in CONCEPTS.items():
+        if absolute and any(words[:len(w)] == w for w in (re.findall(r"[a-z]+", lb) for lb in labels)):
+            return concept
+    return None
+
+
+@dataclass
+class Metric:
+    name: str  # as stated in the answer
+    formulas: list[Node]  # tried in order until every operand is grounded
+    unit: str  # days | ratio | percent | amount
+    defined: bool  # the question spells the definition out
+    better: Optional[str] = None  # higher | lower: which way is an improvement (the catalogue's)
+    range: Optional[tuple] = None  # (low, high): the values it can take; outside it the rows are not the ones meant
+
+    def out_of_range(self, value: Optional[float]) -> str:
+        """A doubt when ``value`` lies outside the values this metric can take, else ""."""
+        if value is None or self.range is None or self.range[0] <= value <= self.range[1]:
+            return ""
+        return (f"a {self.name} of {value:,.1f} lies outside the values it can take ({self.range[0]:g} to "
+                f"{self.range[1]:g}): the rows read are not the ones it is computed from")
+
+
+DEFINE = re.compile(r"\b(?P<name>[A-Za-z][\w &/()%'’-]{0,80}?)\s+(?:is|are)\s+(?:defined|calculated|computed)\s+as"
+                    r"\s*:?\s*(?P<expr>.+?)(?=\.\s+[A-Z]|\.?\s*$)|\bdefin(?:e|ing)\s+(?P<name2>[^.?]+?)\s+as\s*:?\s*"
+                    r"(?P<expr2>.+?)(?=\.\s+[A-Z]|\.?\s*$)", re.S)
+
+
+def definitions(question: str) -> list[tuple[str, str]]:
+    """(name, formula text) of each definition the question spells out, in order."""
+    text = " ".join(question.split())
+    out = []
+    for s in re.split(r"(?<=[.?!])\s+(?=[A-Z])", text):
+        m = DEFINE.search(s)
+        if m:
+            name = (m["name"] or m["name2"]).strip()
+            name = re.sub(r"^(?:the|a|an)\s+", "", name, flags=re.I)
+            out.append((name, (m["expr"] or m["expr2"]).strip().rstrip(".")))
+    return out
+
+
+PART = re.compile(r"\b(?:segments?|regions?|divisions?|business(?:es)? units?|categor(?:y|ies)|product lines?|"
+                  r"countr(?:y|ies)|geograph\w*|brands?|subsidiar(?:y|ies))\b", re.I)
+
+
+CAGR = re.compile(r"\b(?:cagr|compound(?:ed)? annual growth(?: rate)?)\b", re.I)
+_CAGR_AFTER = re.compile(r"\s+(?:of|in|for)\s+(?:the\s+)?(?:total\s+)?([A-Za-z][\w&' -]*?)(?=\s+(?:from|between|over|for|in|"
+                         r"during)\b|[?.,]|$)", re.I)
+_CAGR_STOP = re.compile(r"^(?:the|is|was|what|of|a|an|total|year|years|\d+(?:-year)?|one|two|three|four|five)$|['’]s$", re.I)
+
+
+def cagr_item(question: str) -> str:
+    """The line item whose compound annual growth is asked ("the 2 year total revenue CAGR": revenue)."""
+    m = CAGR.search(question)
+    if not m:
+        return ""
+    after = _CAGR_AFTER.match(question[m.end():])
+    if after:
+        return after.group(1).strip()
+    item: list[str] = []
+    for w in reversed(question[:m.start()].split()):
+        if _CAGR_STOP.search(w.strip(",")):
+            break
+        item.insert(0, w.strip(","))
+    return " ".join(item)
+
+
+def _key(name: str) -> str:
+    """"DPO", "Days payable outstanding (DPO)", "working capital ratio" -> a lower-case key."""
+    m = re.search(r"\(([A-Za-z&]{2,6})\)", name)
+    return (m.group(1) if m else name).strip().lower()
+
+
+def _library_entry(text: str) -> Optional[MetricEntry]:
+    return next((entry for entry in LIBRARY if entry.names.search(text)), None)
+
+
+def _expand(node: Node, defined: dict[str, Node], depth: int = 0) -> Node:
+    if depth > 4:
+        raise FormulaError("definitions nest too deeply")
+    if isinstance(node, Ref):
+        if node.name in defined:
+            return _expand(defined[node.name], defined, depth + 1)
+        entry = _library_entry(node.name)
+        if entry is None:
+            raise FormulaError(f"no definition of {node.name}")
+        return _expand(parse(entry.formulas[0], _REFS), defined, depth + 1)
+    if isinstance(node, Bin):
+        return Bin(node.op, _expand(node.left, defined, depth), _expand(node.right, defined, depth))
+    return node
+
+
+
+def _unit_of(text: str, expr: str) -> str:
+    if re.search(r"\bdays?\b|\b(?:dpo|dso|dio|ccc)\b", text, re.I) or expr.strip().startswith("365"):
+        return "days"
+    if re.search(r"%|percent|margin", text, re.I):
+        return "percent"
+    return "ratio"
+
+
+def metric_for(question: str) -> Optional[Metric]:
+    """The metric the question asks for: its own definition, else the library's (by the metric's name)."""
+    defs = definitions(question)
+    if defs:
+        try:
+            trees = {_key(n): parse(e, frozenset(_key(x) for x, _ in defs) | _REFS) for n, e in defs}
+        except FormulaError:
+            trees = {}
+        if trees:
+            name, expr = defs[0]
+            tree = _expand(trees[_key(name)], trees)
+            if not _is_plain_term(tree):
+                entry = _library_entry(name) or _library_entry(question.split(".")[0])
+                shown = entry.name if entry and _key(entry.name) == _key(name) or (entry and len(name) <= 6) else name
+                return Metric(shown, [tree], _unit_of(name + " " + question, expr), True,
+                              entry.better if entry and shown == entry.name else None,
+                              entry.range if entry and shown == entry.name else None)
+    if re.search(r"(?<!un)adjusted|non[- ]gaap|pro forma", question, re.I):
+        return None  # the company's own adjusted measure, not the standard definition over the statements
+    if PART.search(question):
+        return None  # a segment's / region's figure: the statements give the company's
+    item = cagr_item(question)
+    if item:  # "the 2 year total revenue CAGR": a line item's growth, over the years the question names
+        return Metric(f"{item} CAGR", [Term(item)], "amount", False)
+    entry = _library_entry(question)
+    if entry is None:
+        return None
+    name, formulas, unit = entry.name, entry.formulas, entry.unit
+    if unit == "ratio" and re.search(r"%|\bpercent", question, re.I):  # "ROA (as a %)": the ratio in percent
+        unit = "percent"
+    trees = [_expand(parse(f, _REFS), {}) for f in formulas]
+    return Metric(name, trees, unit, False, entry.better, entry.range if unit == entry.unit else None)
+
+
+def _is_plain_term(node: Node) -> bool:
+    return isinstance(node, (Term, Num))
+

@@ -1,0 +1,385 @@
+"""Deterministic BI planner: scope -> catalogue search -> a typed program over grounded cells, or None
+with the reason when no table in scope answers the question confidently (the agent then hands over to RAG).
+
+``plan_question(question, tables, kb=..., tenant=...)`` is the entry point; the program it returns carries
+its table view, operands (row x column cells), SQL and confidence (``bi.program.Program``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+from app.agent.bi.catalog import load_views, rank_tables, tables_in_scope, vector_cache
+from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, latest_cols, match_cols,
+                                 match_rows, period_order)
+from app.agent.bi.grounding import GENERIC, grounding_doubts
+from app.agent.bi.count import count_program
+from app.agent.bi.instructions import read
+from app.agent.bi.metric_program import MetricProgram, plan_metric
+from app.agent.bi import fiscal
+from app.agent.bi.choice import choice_items, plan_choice
+from app.agent.bi.metric_series import plan_series, series_kind
+from app.agent.bi.metrics import metric_for
+from app.agent.company_scope import CompanyScope, company_scope, without_companies
+from app.agent.bi.periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
+from app.agent.bi.program import Operand, Program
+from app.agent.bi.question import ParsedQuestion, entity_text, parse_question
+from app.agent.bi.table import Col, Row, TableView
+from app.agent.text import content_words
+
+CONFIDENT = 0.55  # below: hand over to RAG
+ROW_FLOOR = 0.45  # a row named by the question at least this well
+STATEMENT_BOOST = 0.1  # row matches in a table of the statement the question names as its source
+MAX_VIEWS = 5000
+MAX_SCOPE_TABLES = 600  # past it (no document or company named), the tables of the documents a search finds
+SEARCH_DOCS = 3
+
+
+def table_views(kb) -> dict:
+    """The parsed tables (``TableView``) read so far, owned by the knowledge base the tables live in (keyed by
+    tenant and the versioned SQL table name, so a new version of a document is a new key), bounded; a plain
+    dict for a caller without one. No module-level cache: a closed knowledge base takes its views with it."""
+    store = getattr(getattr(kb, "kb", kb), "derived", None)
+    if store is None:
+        return {}
+    views = store.setdefault("table_views", {})
+    if len(views) > MAX_VIEWS:
+        views.clear()
+    return views
+
+
+@dataclass
+class PlanResult:
+    program: Optional[Program | MetricProgram]
+    reason: str  # why there is no program (or "ok")
+    scope: str = ""
+    tried: list[str] = field(default_factory=list)
+
+
+def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_ids=None,
+                  encode: Optional[Callable] = None, cs=None) -> PlanResult:
+    rd = read(question)  # the question without instructions; a definition rewritten as an operation
+    if cs is None:  # the frame passes the company scope it read; callers without one read it here
+        cs = company_scope(kb, tenant, question, doc_ids) if kb is not None and tenant else CompanyScope()
+    rd.question, rd.fallback = without_companies(rd.question, cs.matched), without_companies(rd.fallback, cs.matched)
+    pq = parse_question(rd.question)
+    if pq.text_intent:
+        return PlanResult(None, "a question about the text (why / how / what it means), not a figure")
+    in_scope, why = tables_in_scope(kb, tenant, tables, question, doc_ids, cs)
+    if len(in_scope) > MAX_SCOPE_TABLES and kb is not None and tenant:
+        in_scope, why = _searched_documents(kb, tenant, question, in_scope), f"{why}; the documents search finds"
+    if not in_scope:
+        return PlanResult(None, "no table in the documents in scope", why)
+    views = load_views(kb, tenant, in_scope, table_views(kb))
+    # "Q2 of FY2024": each filing's own fiscal calendar, read at ingest and stored with the document
+    fiscal.apply_stored(views, kb.for_tenant(tenant) if kb is not None and tenant else None)
+    if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
+        encode = vector_cache(kb.embedder).encode
+    vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
+    if choice_items(rd.question):  # "among A, B and C, which is largest": each item grounded
+        cprog, cwhy = plan_choice(rd.question, _by_doc(views), periods_in(rd.question), rd.statements, encode)
+        if cprog is not None:
+            return PlanResult(cprog, "ok", why, ["choice"])
+    metric, mwhy = metric_for(question), ""
+    kind = series_kind(rd.question, periods_in(rd.question)) if metric is not None else None
+    if metric is not None and (metric.defined or kind in ("consistency", "cagr", "trend")):  # its own formula, a trend
+        mprog, mwhy = _metric(question, rd, metric, views, encode, kind)
+        if mprog is not None:
+            return PlanResult(mprog, "ok", why, [f"metric {metric.name}"])
+        if not _single_table_formula(metric):
+            return PlanResult(None, mwhy, why, [f"metric {metric.name}: {mwhy}"])
+    best, tried = _best_program(views, pq, rd.statements, vcache, encode)
+    if metric is not None and not metric.defined and (best is None or not best.grounded
+                                                      or best.confidence < CONFIDENT
+                                                      or _percent_asked_of_amounts(question, metric, best)):
+        mprog, mwhy = _metric(question, rd, metric, views, encode, kind)  # the usual definition of the metric
+        tried.append(f"metric {metric.name}: {mwhy}")
+        if mprog is not None and mprog.grounded:
+            return PlanResult(mprog, "ok", why, tried)
+    if rd.fallback and (best is None or not best.grounded):  # "current ratio": its usual definition
+        alt, alt_tried = _best_program(views, parse_question(rd.fallback), rd.statements, vcache, encode)
+        tried += alt_tried
+        if alt is not None and alt.confidence >= CONFIDENT and (best is None or alt.grounded):
+            alt.notes.append(f"{rd.definition} (the usual definition)")
+            best = alt
+    if best is None:
+        return PlanResult(None, mwhy or "no table in scope has the rows and periods the question names", why, tried)
+    if best.confidence < CONFIDENT:
+        return PlanResult(None, f"not confident ({best.confidence:.2f}) that {best.table.title!r} answers it",
+                          why, tried)
+    if hard_doubt(best):  # a period asked that the program does not read, or row and words both in doubt
+        return PlanResult(None, f"{best.table.title!r} does not answer it: {'; '.join(best.doubts)}", why, tried)
+    return PlanResult(best, "ok", why, tried)
+
+
+def _searched_documents(kb, tenant: str, question: str, tables: list) -> list:
+    """The tables of the (at most ``SEARCH_DOCS``) documents whose passages a search for the question ranks
+    first: a question that names no document or company is not planned over every table of the tenant."""
+    docs: list[str] = []
+    for p in kb.search(tenant, question, k=10, doc_ids=list(dict.fromkeys(t.doc_id for t in tables))):
+        if p.doc_id not in docs:
+            docs.append(p.doc_id)
+    keep = set(docs[:SEARCH_DOCS])
+    return [t for t in tables if t.doc_id in keep]
+
+
+def _percent_asked_of_amounts(question: str, metric, prog) -> bool:
+    """"The 3 year average gross margin (as a %)": a row of gross margin amounts does not answer it."""
+    if metric.unit != "percent" or not re.search(r"%|\bpercent", question, re.I):
+        return False
+    return not (getattr(prog, "percent", False) or any(o.col.percent for o in prog.operands)
+                or prog.op == "pct_change")
+
+
+def _by_doc(views) -> dict:
+    by_doc: dict = {}
+    for v in views:
+        by_doc.setdefault(v.info.doc_id, []).append(v)
+    return by_doc
+
+
+def _metric(question: str, rd, metric, views, encode, kind: Optional[str]) -> tuple[Optional[MetricProgram], str]:
+    """The metric over one filing's statements: at the period asked, or over several years (``kind``)."""
+    by_doc = _by_doc(views)
+    if kind:
+        return plan_series(question, metric, kind, by_doc, periods_in(rd.question), rd.statements, encode)
+    return plan_metric(question, metric, by_doc, periods_in(rd.question), rd.statements, encode)
+
+
+def _single_table_formula(metric) -> bool:
+    """A defined ratio of two line items: the single-table planner may still read it (one table)."""
+    from app.agent.bi.formula import Bin, Term
+    t = metric.formulas[0]
+    return isinstance(t, Bin) and t.op == "/" and isinstance(t.left, Term) and isinstance(t.right, Term) \
+        and t.left.agg == t.right.agg == "value"
+
+
+def hard_doubt(prog: Program) -> bool:
+    """Doubts under which a BI answer was (nearly) never right on the dev set: hand over to the text route."""
+    period = any("among the columns used" in d or "no column for" in d for d in prog.doubts)
+    return period or len(prog.doubts) >= 2
+
+
+def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, encode) -> tuple[Optional[Program], list]:
+    """The best program over the catalogue's candidates: grounded before not, then by confidence; a table of
+    the statement the question names as its source ("primarily in the balance sheet") first."""
+    cands = rank_tables(views, entity_text(pq.phrase) or pq.phrase, vcache, top=8 if statements else 6,
+                        statements=statements)
+    best: Optional[Program] = None
+    tried = []
+    for cand in cands:
+        named = bool(statements) and getattr(cand.view.info, "statement", "") in statements
+        prog = build_program(cand.view, pq, encode, STATEMENT_BOOST if named else 0.0)
+        if prog is None:
+            continue
+        prog.confidence += 0.1 * cand.score
+        if statements and getattr(cand.view.info, "statement", "") in statements:
+            prog.confidence += 0.05
+        tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}{'' if prog.grounded else ' ?'}")
+        prog.from_statement = bool(statements) and getattr(cand.view.info, "statement", "") in statements
+        if best is None or _rank(prog) > _rank(best):
+            best = prog
+    return best, tried
+
+
+def _rank(prog: Program) -> tuple:
+    """Confident first, then from the statement the question names as its source, rows named whole ("Revenue"
+    over "Deferred revenue" for "revenue", even where the whole name's table leaves a doubt), grounded,
+    confidence."""
+    ok = prog.confidence >= CONFIDENT
+    return ok, ok and getattr(prog, "from_statement", False), ok and prog.whole, prog.grounded, prog.confidence
+
+
+def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float = 0.0) -> Optional[Program]:
+    """``boost``: added to every row match of a table of the statement the question names as its source, where
+    a label naming more than the question ("Merchandise inventories" for "inventories") is still the row meant."""
+    matches = match_rows(view, pq, encode)
+    if boost:
+        matches = [replace(m, score=m.score + boost) if m.matched else m for m in matches]
+    if not matches:
+        return None
+    cols_named: list[Col] = []
+    for p in pq.periods:
+        c = col_for_period(view, p, pq)
+        if c is None:
+            if view.period_cols:
+                return None  # the table does not have the period asked for
+            continue
+        if c not in cols_named:
+            cols_named.append(c)
+    maker = {"lookup": _lookup, "difference": _change, "pct_change": _change, "average": _average,
+             "sum": _sum, "ratio": _ratio, "max": _extreme, "min": _extreme, "count": _count}[pq.op]
+    prog = maker(view, pq, matches, cols_named)
+    if prog is None or not prog.operands:
+        return None
+    if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
+        return None
+    prog.confidence = _confidence(view, pq, matches, prog)
+    prog.doubts = grounding_doubts(view, pq, matches, prog)
+    whole = {id(m.row) for m in matches if m.whole}
+    prog.whole = len({id(o.row) for o in prog.operands}) > 2 or all(id(o.row) in whole for o in prog.operands)
+    return prog
+
+
+def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], prog: Program) -> float:
+    used = {id(o.row) for o in prog.operands}
+    scores = [m.score for m in matches if id(m.row) in used]
+    row_score = min(scores) if scores else 0.0
+    if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min", "count")):  # over all rows: the column decides
+        row_score = max(row_score, 0.7)
+    from app.agent.bi.ground import expanded_words
+    texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
+    explained = expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
+    want = content_words(entity_text(pq.phrase))
+    covered = len(want & explained) / max(1, len(want)) if want else 0.5
+    return 0.6 * min(1.0, row_score) + 0.4 * covered
+
+
+def _ops(rows: list[Row], cols: list[Col]) -> list[Operand]:
+    return [Operand(r, c, r.cells[c.key]) for r in rows for c in cols if c.key in r.cells]
+
+
+def _default_cols(view: TableView, pq: ParsedQuestion, n: Optional[int]) -> list[Col]:
+    whole = [c for s, c in match_cols(view, pq) if s >= 1.0 and c.period is None and content_words(c.title) - GENERIC]
+    if whole and not pq.periods and pq.op in ("lookup", "difference"):  # "as reported", no period asked (in a
+        # ratio or a change a named column may be one side of it: "of more than 5 years in the total")
+        return whole[: n or 99]
+    if view.period_cols:
+        return latest_cols(view, pq, n or 99)
+    named = [c for s, c in match_cols(view, pq) if s >= 0.5]
+    if named:
+        return named[: n or 99]
+    return view.cols[: n or 99]
+
+
+def _lookup(view, pq, matches, cols_named):
+    if pq.breakdown and view.period_cols and re.search(r"\b(each|by|per|every) (year|period|quarter)", pq.text, re.I):
+        top = distinct_rows(matches, 1, ROW_FLOOR)
+        return Program("lookup", view, _ops([top[0].row], view.period_cols)) if top else None
+    if pq.breakdown:
+        rows = [r for r in view.rows if not r.is_total] or view.rows
+        cols = cols_named or [best_col(view.period_cols or view.cols, pq)]
+        return Program("lookup", view, _ops(rows, cols))
+    top = distinct_rows(matches, 2 if " and " in pq.phrase else 1, ROW_FLOOR)
+    if not top:
+        return None
+    cols = cols_named or _default_cols(view, pq, None)
+    return Program("lookup", view, _ops([m.row for m in sorted(top, key=lambda m: m.pos)], cols))
+
+
+def _count(view, pq, matches, cols_named):
+    return count_program(view, pq, matches, cols_named, ROW_FLOOR)
+
+
+def _previous(view: TableView, col: Col, pq: ParsedQuestion) -> Optional[Col]:
+    older = [c for c in view.period_cols if (c.period.year, c.period.quarter or 0) < (col.period.year,
+                                                                                    col.period.quarter or 0)
+             and bool(c.period.quarter) == bool(col.period.quarter)]
+    if not older:
+        return None
+    newest = max((c.period.year, c.period.quarter or 0) for c in older)
+    return best_col([c for c in older if (c.period.year, c.period.quarter or 0) == newest], pq)
+
+
+def _two_rows(matches, pq) -> list[RowMatch]:
+    two = distinct_rows(matches, 2, ROW_FLOOR)
+    return sorted(two, key=lambda m: m.pos) if len(two) == 2 else []
+
+
+def _change(view, pq, matches, cols_named):
+    op = pq.op
+    if len(cols_named) >= 2 and view.period_cols:
+        new, old = period_order(cols_named)[:2]
+        return Program(op, view, _ops([matches[0].row], [new, old]))
+    two = _two_rows(matches, pq)
+    if two and (len(cols_named) <= 1):
+        col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+        return Program(op, view, [Operand(m.row, col, m.row.cells[col.key]) for m in two if col.key in m.row.cells])
+    named = [c for s, c in match_cols(view, pq) if s >= 0.5 and c.period is None]
+    if len(named) >= 2:
+        return Program(op, view, _ops([matches[0].row], named[:2]))
+    if cols_named and view.period_cols:
+        prev = _previous(view, cols_named[0], pq)
+        if prev is None:
+            return None
+        return Program(op, view, _ops([matches[0].row], [cols_named[0], prev]))
+    cols = latest_cols(view, pq, 2) if view.period_cols else []
+    if len(cols) < 2:
+        return None
+    return Program(op, view, _ops([matches[0].row], cols))
+
+
+def _span(view: TableView, cols_named: list[Col], pq) -> list[Col]:
+    """Every period column from the first to the last named (one per period)."""
+    years = [c.period.year for c in cols_named]
+    inside = [c for c in latest_cols(view, pq, 99) if min(years) <= c.period.year <= max(years)]
+    return inside if len(inside) >= len(cols_named) else cols_named
+
+
+def _average(view, pq, matches, cols_named):
+    row = matches[0].row
+    if len(cols_named) >= 2 and pq.span:
+        cols = _span(view, cols_named, pq)
+    elif len(cols_named) >= 2:
+        cols = cols_named
+    elif len(cols_named) == 1 and view.period_cols:  # "the 2019 average X": 2019 and the year before
+        prev = _previous(view, cols_named[0], pq)
+        cols = [cols_named[0]] + ([prev] if prev else [])
+    elif view.period_cols:
+        cols = latest_cols(view, pq, 99)
+    else:
+        two = _two_rows(matches, pq)
+        col = _default_cols(view, pq, 1)[0]
+        if two:
+            return Program("average", view, [Operand(m.row, col, m.row.cells[col.key]) for m in two
+                                              if col.key in m.row.cells])
+        cols = [c for c in view.cols if row.cells.get(c.key) and row.cells[c.key].value is not None]
+    cols = [c for c in cols if c.key in row.cells and row.cells[c.key].value is not None]
+    if len(cols) < 2:
+        return None
+    return Program("average", view, _ops([row], cols))
+
+
+def _sum(view, pq, matches, cols_named):
+    if len(cols_named) >= 2:
+        return Program("sum", view, _ops([matches[0].row], _span(view, cols_named, pq) if pq.span else cols_named))
+    two = _two_rows(matches, pq)
+    if not two:
+        return None
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    return Program("sum", view, [Operand(m.row, col, m.row.cells[col.key]) for m in two if col.key in m.row.cells])
+
+
+def _ratio(view, pq, matches, cols_named):
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    two = _two_rows(matches, pq)
+    if two:
+        a, b = two
+        if pq.reversed_ratio:
+            a, b = b, a
+        # "the share of the total that is X": a row named a total divides (a subtotal such as net sales,
+        # marked total by the table reader, is not taken for one)
+        if a.row.is_total and not b.row.is_total and "total" in a.row.label.lower() and pq.wants_total:
+            a, b = b, a
+        rows = [a.row, b.row]
+    else:
+        if not matches or matches[0].score < ROW_FLOOR:
+            return None
+        totals = [r for r in view.rows if r.is_total and r is not matches[0].row]
+        if not totals or not pq.wants_total:
+            return None
+        rows = [matches[0].row, totals[-1]]
+    ops = [Operand(r, col, r.cells[col.key]) for r in rows if col.key in r.cells]
+    return Program("ratio", view, ops, percent=pq.percent) if len(ops) == 2 else None
+
+
+def _extreme(view, pq, matches, cols_named):
+    if view.period_cols and (pq.which and any(w in pq.text.lower() for w in ("year", "period", "quarter"))):
+        if not matches or matches[0].score < ROW_FLOOR:
+            return None
+        cols = cols_named or latest_cols(view, pq, 99)
+        return Program(pq.op, view, _ops([matches[0].row], cols))
+    rows = [r for r in view.rows if not r.is_total]
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    return Program(pq.op, view, _ops(rows, [col]))
