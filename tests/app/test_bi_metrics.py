@@ -156,6 +156,30 @@ def test_a_yes_no_question_about_a_metric_s_sign(env):
     assert "= 360.00" in head(out)
 
 
+
+RELEASE = """<html><body><h1>Initech Corp fourth quarter and fiscal 2023 results</h1>
+<p>Condensed consolidated statements of income (unaudited, in millions)</p>
+<table>
+<tr><th></th><th>Three Months Ended June 30, 2023</th><th>Three Months Ended June 30, 2022</th>
+<th>Twelve Months Ended June 30, 2023</th><th>Twelve Months Ended June 30, 2022</th></tr>
+<tr><td>Net sales</td><td>3,673</td><td>3,909</td><td>14,694</td><td>14,544</td></tr>
+<tr><td>Cost of sales</td><td>(2,951)</td><td>(3,115)</td><td>(11,969)</td><td>(11,724)</td></tr>
+<tr><td>Gross profit</td><td>722</td><td>794</td><td>2,725</td><td>2,820</td></tr>
+</table></body></html>"""
+
+
+def test_a_fiscal_year_is_read_from_the_twelve_months_column_not_the_quarter(tmp_path_factory):
+    for env in bi_env(tmp_path_factory, "bi-release", "INITECH_2023Q4_8K.html", RELEASE, 1):
+        out = ask_bi(env, "bi-release", "What was Initech's gross margin in FY2023?")
+        assert head(out).endswith("2,725 / 14,694 × 100 = 18.54%."), head(out)  # not the quarter's 722 / 3,673
+        out = ask_bi(env, "bi-release", "Does Initech have an improving gross margin profile as of FY2023?")
+        assert head(out).startswith("No, the gross margin fell from 19.4% in FY2022 to 18.5% in FY2023"), head(out)
+        assert "(down 0.8 percentage points; a deterioration)" in head(out), head(out)
+        from app.evaluation.scoring import text_correct  # an analyst's "No, a decline of 0.8%" agrees with it
+        assert text_correct("No. There has been a slight decline in gross margins by 0.8%.", out["answer"],
+                            "Does Initech have an improving gross margin profile as of FY2023?")
+
+
 QUARTER = """<html><body><h1>Globex Corp quarterly report (Form 10-Q) for the quarter ended July 29, 2023</h1>
 <p>Condensed consolidated balance sheets (in millions)</p>
 <table>

@@ -170,8 +170,9 @@ def distinct_rows(matches: list[RowMatch], n: int, floor: float) -> list[RowMatc
 def col_for_period(view: TableView, p: Period, pq: ParsedQuestion) -> Optional[Col]:
     cands = [c for c in view.period_cols if c.period.year == p.year
              and (p.quarter is None or c.period.quarter == p.quarter)]
-    if p.quarter is None:
+    if p.quarter is None:  # a year: its full-year column, not the three or six months to its end, when it has one
         cands = [c for c in cands if c.period.quarter is None] or cands
+        cands = [c for c in cands if getattr(c, "months", 0) in (0, 12)] or cands
     else:  # the quarter itself, not the six or nine months to its end
         cands = [c for c in cands if getattr(c, "months", 0) in (0, 3)] or cands
     if not cands:

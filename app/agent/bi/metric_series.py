@@ -111,7 +111,7 @@ class SeriesProgram(LeafProgram):
 
     def _trend(self, vals: list[float], years: list[str], pts: str) -> str:
         """Which way the metric moved, and whether that is the way asked: "Yes, the quick ratio rose from 0.67 in
-        FY2022 to 0.69 in FY2023 (+0.02, 3.0%; an improvement)." Better or worse is the catalogue's sense of the
+        FY2022 to 0.69 in FY2023 (up 0.02, 3.0%; an improvement)." Better or worse is the catalogue's sense of the
         metric (``better``); where it has none, only the movement is stated."""
         a, b = vals[0], vals[-1]
         change = b - a
@@ -120,7 +120,7 @@ class SeriesProgram(LeafProgram):
         moved = {"up": change > 0, "down": change < 0, "change": change != 0, "better": good,
                  "worse": None if good is None else not good}.get(self.direction or "change")
         word = "rose" if change > 0 else ("fell" if change < 0 else "did not change")
-        size = f"{'+' if change > 0 else '−' if change < 0 else ''}{self._num(abs(change), False)}{pts}"
+        size = f"{'up ' if change > 0 else 'down ' if change < 0 else ''}{self._num(abs(change), False)}{pts}"
         if self.metric.unit != "percent" and a:
             size += f", {abs(change) * 100.0 / abs(a):.1f}%"
         sense = "" if good is None else ("; an improvement" if good else "; a deterioration")
