@@ -98,8 +98,15 @@ def phrase_regex(phrases, plural: bool = False) -> re.Pattern:
     return re.compile("|".join(alts) or r"(?!x)x", re.I)
 
 
+@lru_cache(maxsize=8)
 def _word_keys(section: str) -> dict[str, str]:
     return {str(w).lower(): key for key, words in (vocabulary().get(section) or {}).items() for w in words or ()}
+
+
+def _keys_in(section: str, text: str) -> list[str]:
+    """The keys of ``section`` whose words ``text`` holds, in the order they first occur."""
+    keys = _word_keys(section)
+    return list(dict.fromkeys(keys[w] for w in re.findall(r"[a-z]+", text.lower()) if w in keys))
 
 
 def auxiliaries() -> frozenset[str]:
@@ -114,9 +121,9 @@ def asks_yes_no(question: str) -> bool:
 
 
 def directions_asked(question: str) -> list[str]:
-    """The ways the question asks a figure moved, in its order: up | down | better | worse | change."""
-    keys = _word_keys("directions")
-    return list(dict.fromkeys(keys[w] for w in re.findall(r"[a-z]+", question.lower()) if w in keys))
+    """The ways the asking sentence (before any "?") asks a figure moved, in its order: up | down | better |
+    worse | change."""
+    return _keys_in("directions", question.split("?")[0])
 
 
 def asked_direction(question: str) -> Optional[str]:
@@ -131,5 +138,4 @@ def asks_which_way(question: str) -> bool:
 
 def asked_sign(question: str) -> Optional[str]:
     """positive | negative when the question asks whether a figure is above or below zero, else None."""
-    keys = _word_keys("sign_words")
-    return next((keys[w] for w in re.findall(r"[a-z]+", question.lower()) if w in keys), None)
+    return next(iter(_keys_in("sign_words", question)), None)

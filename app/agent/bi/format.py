@@ -2,13 +2,13 @@
 table and the SQL. The computed value is the number right after the last "=" of the text."""
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from app.agent.bi.metrics import outflow_item
 from app.agent.bi.periods import column_period
 from app.agent.bi.program import Operand, Program, fmt
 from app.agent.bi.units import restated
+from app.agent.vocabulary import asked_direction, asks_yes_no
 
 TITLES = {"difference": "Change", "pct_change": "Percentage change", "average": "Average", "sum": "Total",
           "ratio": "Ratio", "count": "Count"}
@@ -118,25 +118,19 @@ def lookup_text(columns: list[str], rows: list[list], unit: str) -> str:
     return "; ".join(parts) + (f" ({unit})" if unit else "") + "."
 
 
-_YES_NO = re.compile(r"^\s*(?:was|were|is|are|did|does|do|has|have|had)\b[^?]*?\b(drop|declin|decreas|fall|fell|"
-                     r"increas|ris[ei]|rose|grow|grew|gain|chang|improv|reduc)\w*", re.I)
-_DOWN = ("drop", "declin", "decreas", "fall", "fell", "reduc")
-
-
 def yes_no(question: str, prog: Program, value: Optional[float]) -> str:
     """"Was there any drop in cash between FY2023 and Q2 of FY2024?" answered first with yes / no and the size of
-    the change ("Yes, a decline of 781 (41.7%) from FY 2023 to Q2 2024. "); "" for other questions."""
-    m = _YES_NO.search(question or "")
-    if not m or prog.op not in ("difference", "pct_change") or not prog.single_row or value is None:
+    the change ("Yes, a decline of 781 (41.7%) from FY 2023 to Q2 2024. "); "" for other questions. The yes/no
+    opening and the way asked are the vocabulary's (``asks_yes_no``, ``asked_direction``); a table row has no sense
+    of better or worse, so "improved" asks whether it went up and "deteriorated" is not answered here."""
+    way = asked_direction(question or "") if asks_yes_no(question or "") else None
+    if way in (None, "worse") or prog.op not in ("difference", "pct_change") or not prog.single_row or value is None:
         return ""
     new, old = prog.operands[0].cell.value, prog.operands[1].cell.value
     if new is None or old is None:
         return ""
     change = new - old
-    asked_down = m.group(1).lower().startswith(_DOWN)
-    moved = change < 0 if asked_down else (change > 0 if m.group(1).lower().startswith(("increas", "ris", "rose",
-                                                                                           "grow", "grew", "gain",
-                                                                                           "improv")) else change != 0)
+    moved = change < 0 if way == "down" else (change > 0 if way in ("up", "better") else change != 0)
     word = "a decline" if change < 0 else ("an increase" if change > 0 else "no change")
     pct = f" ({abs(change) * 100.0 / abs(old):.1f}%)" if old else ""
     size = f" of {fmt(abs(change))}{pct}" if change else ""
