@@ -141,6 +141,30 @@ def _file_words(filename: str) -> set[str]:
     return {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
 
 
+LEGAL = frozenset("the inc incorporated corp corporation co company companies ltd limited plc llc lp llp holdings group "
+                  "sa ag nv".split())  # words of a registrant's name that no short form of it keeps
+
+
+def short_forms(company: str) -> set[str]:
+    """How analysts shorten a registrant's name ("American Express Company": "amex", "ae", ...; "JPMorgan Chase
+    & Co.": "jpm"; "Advanced Micro Devices": "amd"): a prefix (1-4 letters) of each of its first two or three
+    words joined, or the first 3-4 letters of a long first word; three letters at least."""
+    words = [w for w in name_words(company) if w.isalpha() and w not in LEGAL]
+    out: set[str] = set()
+    if words and len(words[0]) >= 6:
+        out |= {words[0][:3], words[0][:4]}
+    forms = [""]
+    for w in words[:3]:
+        forms = [f + w[:n] for f in forms for n in range(1, min(4, len(w)) + 1)]
+        out |= {f for f in forms if len(f) >= 3 and f != w}
+    return out
+
+
+def _abbreviation(m: Mention) -> bool:
+    """A one-word name written with two capitals or more ("AMEX", "JPM", "JnJ"): it may be a short form."""
+    return len(m.tokens) == 1 and sum(ch.isupper() for ch in m.text) >= 2
+
+
 def _named_by(m: Mention, words: set[str]) -> bool:
     """Every name word is in ``words`` (a one-word name) or most of them are (a longer one); a name written
     as one word in file names ("Best Buy" ~ "BESTBUY") counts."""
@@ -179,6 +203,8 @@ def company_scope_of(kbt, question: str, doc_ids: Optional[list[str]] = None,
     names: list[str] = []
     for m in found:
         ids = [d for d, words in profiles.items() if _named_by(m, words)]
+        if not ids and _abbreviation(m):  # "AMEX": a short form of the registrant's name
+            ids = [d for d, f in facts.items() if m.tokens[0] in short_forms(f.company)]
         if ids:
             matched += [d for d in ids if d not in matched]
             names.append(m.text)

@@ -299,3 +299,27 @@ def test_compound_annual_growth_of_a_line_item(env):
     out = ask(env, q)  # (1,200 / 900)^(1/2) - 1
     assert out["route"] == "bi" and out["supported"] is True, out
     assert head(out) == "revenue CAGR, FY2017 to FY2019: (1,200 / 900)^(1/2) − 1 = 15.5%.", head(out)
+
+
+SPLIT_COSTS = """<html><body><h1>Wayne Aerospace annual report 2022</h1>
+<p>Consolidated statements of operations (in millions)</p>
+<table>
+<tr><th></th><th>2022</th><th>2021</th><th>2020</th></tr>
+<tr><td>Sales of products</td><td>55,893</td><td>51,386</td><td>47,142</td></tr>
+<tr><td>Sales of services</td><td>10,715</td><td>10,900</td><td>11,016</td></tr>
+<tr><td>Total revenues</td><td>66,608</td><td>62,286</td><td>58,158</td></tr>
+<tr><td>Cost of products</td><td>(54,061)</td><td>(51,322)</td><td>(59,258)</td></tr>
+<tr><td>Cost of services</td><td>(9,049)</td><td>(7,947)</td><td>(9,232)</td></tr>
+<tr><td>Loss from operations</td><td>(3,547)</td><td>(2,902)</td><td>(12,767)</td></tr>
+</table></body></html>"""
+
+
+def test_a_line_item_printed_as_its_parts_is_their_sum(tmp_path_factory):
+    """No row is cost of goods sold or gross profit: the catalogue's parts of cost of goods sold (cost of products +
+    cost of services) give it, so the gross margin is computed from rows the statement prints."""
+    for env in bi_env(tmp_path_factory, "bi-parts", "WAYNE_2022_10K.html", SPLIT_COSTS, 1):
+        out = ask_bi(env, "bi-parts", "Does Wayne have an improving gross margin profile as of FY2022?")
+        assert head(out).startswith("Yes, the gross margin rose from 4.8% in FY2021 to 5.3% in FY2022"), head(out)
+        assert "Cost of products" in out["answer"] and "Cost of services" in out["answer"], out["answer"]
+        out = ask_bi(env, "bi-parts", "What was Wayne's FY2022 gross margin?")
+        assert head(out).endswith("(66,608 − (54,061 + 9,049)) / 66,608 × 100 = 5.25%."), head(out)

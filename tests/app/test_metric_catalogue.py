@@ -41,7 +41,7 @@ def test_a_metric_added_as_data_is_read_without_code(tmp_path, monkeypatch):
         "     formulas: [\"cash and cash equivalents / total current liabilities\"]}\n"), 1)
     path = tmp_path / "metrics.yaml"
     path.write_text(data)
-    library, concepts, aliases = bi_metrics._load(path)
+    library, concepts, aliases, _parts = bi_metrics._load(path)
     monkeypatch.setattr(bi_metrics, "LIBRARY", library)
     m = bi_metrics.metric_for("What was the cash ratio at the end of FY2022?")
     assert m is not None and m.name == "cash ratio" and m.better == "higher"

@@ -102,3 +102,30 @@ def test_a_named_company_scopes_bi_and_rag_to_its_documents(env):
         assert resolve(kb, TENANT, q).doc_ids == [docs[doc]]
     a = run(env, "What was Globex's capital expenditure in 2019?")
     assert a["route"] == "bi" and all(c["doc_id"] == docs["globex"] for c in a["citations"])
+
+
+def test_a_short_form_of_the_registrant_names_its_filing(tmp_path_factory):
+    """"AMEX" is no word of the filing: it is a short form of its registrant's name (read from the cover page at
+    ingest), so the question is about that filing, not "not in the documents"."""
+    from app.agent.company_scope import company_scope_of, short_forms
+    from ingest.knowledge_base import KnowledgeBase
+
+    assert {"amex", "ae"} - short_forms("American Express Company") == {"ae"}  # three letters at least
+    assert "jpm" in short_forms("JPMORGAN CHASE & CO") and "amd" in short_forms("ADVANCED MICRO DEVICES, INC")
+    settings = small_settings(tmp_path_factory.mktemp("short-forms"))
+    kb = KnowledgeBase(settings)
+    try:
+        ids = {}
+        for name, text in (("filing_a.html", "<html><body><p>FORM 10-K</p><p>American Express Company</p><p>(Exact "
+                            "name of registrant as specified in its charter)</p><p>Annual report 2022.</p></body></html>"),
+                           ("ACME_2019_10K.html", ACME)):
+            path = settings.data_dir / name
+            path.write_text(text)
+            ids[name] = kb.ingest_file(path, TENANT).doc_id
+        kbt = kb.for_tenant(TENANT)
+        cs = company_scope_of(kbt, "Does AMEX have an improving operating margin profile as of 2022?")
+        assert cs.doc_ids == [ids["filing_a.html"]] and not cs.missing, cs
+        cs = company_scope_of(kbt, "Does AMX have an improving operating margin profile as of 2022?")  # no short form
+        assert cs.doc_ids is None and cs.missing == ["AMX"], cs
+    finally:
+        kb.close()

@@ -27,6 +27,7 @@ class Term:
     agg: str = "value"  # value | average | change
     periods: list[Period] = field(default_factory=list)  # as written; empty: the question's
     optional: bool = False  # "[short-term investments]": 0 when the statements have no such row
+    outflow: Optional[bool] = None  # its size, whichever sign is printed (None: as its line item is, bi.metrics)
 
 
 @dataclass

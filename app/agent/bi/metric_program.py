@@ -221,7 +221,7 @@ def bind(views: list[TableView], tree: Node, target: Period, statements: list[st
     leaves: dict[int, list[Leaf]] = {}
     missing: list[str] = []
     for t in terms(tree):
-        got, why = ground(views, t.name, term_periods(t, target), statements, encode)
+        got, why = ground(views, t.name, term_periods(t, target), statements, encode, t.outflow)
         if got is None:
             if not t.optional:
                 missing.append(why)

@@ -17,7 +17,7 @@ from typing import Optional
 
 import yaml
 
-from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse
+from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse, terms
 from app.agent.vocabulary import phrase_regex
 
 DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "metrics.yaml"
@@ -29,11 +29,11 @@ class CatalogueError(ValueError):
     """``metrics.yaml`` has an invalid entry (the message names it and the field)."""
 
 
-def _load(path: Path = DATA_FILE) -> tuple[list, dict, list]:
-    """(LIBRARY, CONCEPTS, ALIASES) from the metric catalogue: read once, at import (a data file shipped with the
-    code, not a document fact)."""
+def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict]:
+    """(LIBRARY, CONCEPTS, ALIASES, PARTS) from the metric catalogue: read once, at import (a data file shipped
+    with the code, not a document fact)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    library, concepts, aliases = [], {}, []
+    library, concepts, aliases, parts = [], {}, [], {}
     for i, e in enumerate(data.get("metrics") or []):
         where = f"{path.name}: metric {e.get('name') or i!r}"
         if not e.get("name") or not e.get("names") or not e.get("formulas") or e.get("unit") not in UNITS:
@@ -54,7 +54,12 @@ def _load(path: Path = DATA_FILE) -> tuple[list, dict, list]:
         concepts[str(e["name"])] = ([str(x) for x in e["labels"]], e["statement"], bool(e.get("outflow")))
         if e.get("names"):
             aliases.append((phrase_regex(e["names"]), str(e["name"])))
-    return library, concepts, aliases
+        if e.get("parts"):
+            try:
+                parts[str(e["name"])] = [parse(str(f)) for f in e["parts"]]
+            except FormulaError as exc:
+                raise CatalogueError(f"{where}: parts: {exc}") from None
+    return library, concepts, aliases, parts
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ _REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
 
 # the catalogue: metrics (in file order), line item -> (row labels filings use, statement read from, absolute value:
 # outflows / expenses printed in parentheses on one statement and not on another), and how analysts name items
-LIBRARY, CONCEPTS, ALIASES = _load()
+LIBRARY, CONCEPTS, ALIASES, PARTS = _load()
 
 
 def concept_of(name: str) -> Optional[str]:
@@ -208,7 +213,7 @@ def metric_for(question: str) -> Optional[Metric]:
             if not _is_plain_term(tree):
                 entry = _library_entry(name) or _library_entry(question.split(".")[0])
                 shown = entry.name if entry and _key(entry.name) == _key(name) or (entry and len(name) <= 6) else name
-                return Metric(shown, [tree], _unit_of(name + " " + question, expr), True,
+                return Metric(shown, with_parts([tree]), _unit_of(name + " " + question, expr), True,
                               entry.better if entry and shown == entry.name else None,
                               entry.range if entry and shown == entry.name else None)
     if re.search(r"(?<!un)adjusted|non[- ]gaap|pro forma", question, re.I):
@@ -224,8 +229,38 @@ def metric_for(question: str) -> Optional[Metric]:
     name, formulas, unit = entry.name, entry.formulas, entry.unit
     if unit == "ratio" and re.search(r"%|\bpercent", question, re.I):  # "ROA (as a %)": the ratio in percent
         unit = "percent"
-    trees = [_expand(parse(f, _REFS), {}) for f in formulas]
+    trees = with_parts([_expand(parse(f, _REFS), {}) for f in formulas])
     return Metric(name, trees, unit, False, entry.better, entry.range if unit == entry.unit else None)
+
+
+def _replace(node: Node, target: Term, repl: Node) -> Node:
+    if node is target:
+        return repl
+    if isinstance(node, Bin):
+        return Bin(node.op, _replace(node.left, target, repl), _replace(node.right, target, repl))
+    return node
+
+
+def _as_term(node: Node, like: Term) -> Node:
+    """A part formula read at ``like``'s periods and aggregation (an average of COGS: of each part)."""
+    if isinstance(node, Term):  # a part of an outflow is one ("cost of services" of cost of goods sold)
+        return Term(node.name, like.agg, list(like.periods), like.optional,
+                    CONCEPTS.get(concept_of(like.name) or "", ([], "", False))[2])
+    if isinstance(node, Bin):
+        return Bin(node.op, _as_term(node.left, like), _as_term(node.right, like))
+    return node
+
+
+def with_parts(trees: list[Node]) -> list[Node]:
+    """``trees``, then each with one line item replaced by the rows a filing prints in its place where it
+    prints no row for the whole (the catalogue's ``parts``: cost of goods sold as cost of products + cost of
+    services): tried only after the trees themselves."""
+    out = list(trees)
+    for tree in trees:
+        for t in terms(tree):
+            for alt in PARTS.get(concept_of(t.name) or "", []):
+                out.append(_replace(tree, t, _as_term(alt, t)))
+    return out
 
 
 def _is_plain_term(node: Node) -> bool:

@@ -158,11 +158,12 @@ def cell_at(choice: RowChoice, period: Period, item: str, absolute: bool) -> Opt
 
 
 def ground(views: list[TableView], item: str, periods: list[Period], statements: list[str],
-           encode: Optional[Callable] = None) -> tuple[Optional[list[Leaf]], str]:
+           encode: Optional[Callable] = None, outflow: Optional[bool] = None) -> tuple[Optional[list[Leaf]], str]:
     """``item`` at each of ``periods`` from one row of one table of ``views`` (one document's tables):
-    (leaves, "") or (None, why not)."""
+    (leaves, "") or (None, why not). ``outflow``: read its size whatever the sign (None: as the catalogue's
+    line item ``item`` names is)."""
     concept = concept_of(item)
-    absolute = CONCEPTS[concept][2] if concept else False
+    absolute = outflow if outflow is not None else (CONCEPTS[concept][2] if concept else False)
     choices = row_choices(views, item, statements, encode)
     for c in choices:
         if not c.grounded:
