@@ -22,31 +22,18 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.agent.filing_scope import ask_of, narrow
-from app.agent.vocabulary import auxiliaries
+from app.agent.vocabulary import auxiliaries, word_lists
 from ingest.facts.profile import name_words
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
 POSSESSIVE = re.compile(rf"(?<![\w'’])((?:{NAME}\s+){{0,3}}{NAME})['’]s?(?=\s|$|[,;:?.)])")
 PREPOSITIONAL = re.compile(rf"\b(?i:for|of|did|does|do|at|to|by|from)\s+({NAME}(?:\s+{NAME}){{0,3}})")
-GENERIC = set("""the a an its our their this that these those company companies company's group board management
-bank firm registrant corporation entity segment segments year years quarter quarters fund trust partnership
-government customer customers auditor auditors today tomorrow yesterday parent subsidiary subsidiaries business
-consumer consumers u.s us usa america american world global international national north south east west
-inc inc. corp corp. co co. ltd ltd. plc llc l.p lp holdings group's it they we here there what that let who
-where how""".split())  # also the contractions "Here's", "Let's", "What's"
-# financial terms and units written in capitals: never a company
-TERMS = set("""fy q1 q2 q3 q4 h1 h2 ytd ttm ltm gaap non-gaap ebit ebitda ebitdar cogs capex opex sg&a r&d eps dpo dso
-dio roa roe roic roce fcf cfo usd eur gbp jpy cny mn bn cagr yoy qoq pp&e d&a ppe nopat wacc ev p&l it ai ceo cfo
-coo cto vp svp sec ifrs us-gaap ir pe ps pb net total gross operating cash revenue revenues sales income profit
-adjusted adj unadjusted inventories inventory assets liabilities equity capital expenditure expenditures debt
-working ratio margin margins dividend dividends payout quick current days payable receivable receivables
-balance sheet statement statements flow flows consolidated note notes table item part section page million
-millions billion billions thousand thousands percent percentage answer please round base define using
-considering consider provide use what which how when where who why is was are were the a an in on fx
-january february march april may june july august september october november december jan feb mar apr jun jul
-aug sep sept oct nov dec 10-k 10k 10-q 10q 8-k 8k""".split())
+# the words read in a name are data (app/data/vocabulary.yaml `company_mentions`)
+_WORDS = word_lists("company_mentions", ("generic", "terms", "question_words"))
+GENERIC = {w.lower() for w in _WORDS["generic"]}  # speak of a company without naming one ("the Company's", "Here's")
+TERMS = {w.lower() for w in _WORDS["terms"]}  # financial terms and units written in capitals: never a company
 DIGITS = re.compile(r"\d")
-QUESTION_WORDS = ("what", "how", "which", "when", "where", "who", "why")  # and the auxiliaries ("Has X's ...")
+QUESTION_WORDS = tuple(w.lower() for w in _WORDS["question_words"])  # and the auxiliaries ("Has X's ...")
 
 
 def _tokens(name: str) -> list[str]:

@@ -80,22 +80,64 @@ def _split_top(text: str) -> list[str]:
     return parts + [cur]
 
 
-def phrase_regex(phrases, plural: bool = False) -> re.Pattern:
-    """One pattern for data phrases: whole words, case-insensitive; spaces, hyphens and commas between words are
-    alike; the alternatives tried in the order written. ``plural``: the last word may take an "s" ("margins")."""
+def phrase_pattern(phrases, plural: bool = False, hyphens: bool = True) -> str:
+    """``phrase_regex``'s pattern as text, one group: to place data phrases inside a pattern whose shape is code
+    ("<percent word> of" -> ``rf"{phrase_pattern(words)}\\s+of\\b"``)."""
+    between = r"[\s,\-]+" if hyphens else r"\s+"
     alts = []
     for p in phrases:
         for plain in expand_phrase(p):
             words = plain.split()
             if not words:
                 continue
-            body = r"[\s,\-]+".join(re.escape(w) for w in words)
+            body = between.join(re.escape(w) for w in words)
             lead = r"(?<!\w)" if re.match(r"\w", plain) else ""
             trail = r"(?!\w)" if re.search(r"\w$", plain) else ""
             if plural and trail:
                 trail = r"(?:s|es)?" + trail
             alts.append(f"{lead}{body}{trail}")
-    return re.compile("|".join(alts) or r"(?!x)x", re.I)
+    return f"(?:{'|'.join(alts)})" if alts else r"(?!x)x"
+
+
+def phrase_regex(phrases, plural: bool = False, hyphens: bool = True) -> re.Pattern:
+    """One pattern for data phrases: whole words, case-insensitive; spaces, hyphens and commas between words are
+    alike; the alternatives tried in the order written. ``plural``: the last word may take an "s" ("margins").
+    ``hyphens=False``: only spaces join the words (the words that ask for an operation: "higher-than-expected" is a
+    compound, not "higher than"; a hyphenated form is written as such, "year-on-year")."""
+    return re.compile(phrase_pattern(phrases, plural, hyphens), re.I)
+
+
+def with_plurals(phrases) -> list[str]:
+    """Every plain form of ``phrases`` and, after each, its plural ("product line", "product lines"; "category",
+    "categories"): a list of kinds written in the singular."""
+    return list(dict.fromkeys(v for p in phrases for plain in expand_phrase(p) for v in plurals(plain)))
+
+
+def word_lists(section: str, names=(), data: Optional[dict] = None) -> dict[str, list[str]]:
+    """Section ``section`` of the vocabulary (``data``: the file's), a mapping of names to lists of words or
+    phrases, checked: ``names`` are the lists the caller needs. An error names the section and the entry (YAML
+    reads an unquoted yes / no / on / off as true / false and a number as a number: quote them)."""
+    lists = (vocabulary() if data is None else data).get(section)
+    where = f"{PATH.name}: {section}"
+    if not isinstance(lists, dict):
+        raise ValueError(f"{where} must map names to lists of words, not {type(lists).__name__}")
+    out = {}
+    for name, words in lists.items():
+        if not isinstance(words, list) or not words:
+            raise ValueError(f"{where}.{name} must be a list of words, not {words!r}")
+        bad = [w for w in words if not isinstance(w, str) or not w.strip()]
+        if bad:
+            raise ValueError(f"{where}.{name}: {bad[0]!r} is not a word (quote yes, no, on, off and numbers)")
+        for w in words:
+            try:
+                expand_phrase(w)
+            except ValueError as e:
+                raise ValueError(f"{where}.{name}: {e}") from None
+        out[str(name)] = [" ".join(w.split()) for w in words]
+    missing = [n for n in names if n not in out]
+    if missing:
+        raise ValueError(f"{where} needs the word lists {', '.join(missing)}")
+    return out
 
 
 @lru_cache(maxsize=8)

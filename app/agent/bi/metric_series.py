@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from app.agent.bi.formula import show
 from app.agent.bi.metric_program import (MetricProgram, _percent_tree, aliases, bind, decimals_asked, leaf_line,
                                          select_sql)
-from app.agent.bi.metrics import Metric
+from app.agent.bi.metrics import CAGR, Metric
 from app.agent.bi.operands import LeafProgram, unique_leaves
 from app.agent.bi.periods import Period
 from app.agent.bi.program import fmt
@@ -23,7 +23,6 @@ from app.agent.bi.question import parse_question
 from app.agent.bi.table import TableView
 from app.agent.vocabulary import asked_direction, asks_which_way, asks_yes_no
 
-CAGR = re.compile(r"\bcagr\b|\bcompound(?:ed)? annual growth(?: rate)?\b", re.I)
 CONSISTENT = re.compile(r"\b(consistent|stable|steady|fluctuat\w*|volatil\w*)\b", re.I)
 THRESHOLD = re.compile(r"\b(?:more than|over|within|exceed\w*|beyond|above)\s+(?:roughly\s+|about\s+|approximately\s+|"
                        r"around\s+|~\s*)?(\d+(?:\.\d+)?)\s*(?:%|percent|percentage points?|pp)", re.I)

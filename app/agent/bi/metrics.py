@@ -18,7 +18,7 @@ from typing import Optional
 import yaml
 
 from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse, terms
-from app.agent.vocabulary import phrase_regex
+from app.agent.vocabulary import phrase_pattern, phrase_regex, with_plurals, word_lists
 
 DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "metrics.yaml"
 UNITS = ("days", "ratio", "percent", "amount")
@@ -139,14 +139,16 @@ def definitions(question: str) -> list[tuple[str, str]]:
     return out
 
 
-PART = re.compile(r"\b(?:segments?|regions?|divisions?|business(?:es)? units?|categor(?:y|ies)|product lines?|"
-                  r"countr(?:y|ies)|geograph\w*|brands?|subsidiar(?:y|ies))\b", re.I)
+# the words read around a metric are data (app/data/vocabulary.yaml `metric_words`)
+_WORDS = word_lists("metric_words", ("part_kinds", "cagr", "cagr_stop"))
+PART = phrase_regex(with_plurals(_WORDS["part_kinds"]))  # a segment's, a region's ... figure
 
 
-CAGR = re.compile(r"\b(?:cagr|compound(?:ed)? annual growth(?: rate)?)\b", re.I)
+CAGR = phrase_regex(_WORDS["cagr"])
 _CAGR_AFTER = re.compile(r"\s+(?:of|in|for)\s+(?:the\s+)?(?:total\s+)?([A-Za-z][\w&' -]*?)(?=\s+(?:from|between|over|for|in|"
                          r"during)\b|[?.,]|$)", re.I)
-_CAGR_STOP = re.compile(r"^(?:the|is|was|what|of|a|an|total|year|years|\d+(?:-year)?|one|two|three|four|five)$|['’]s$", re.I)
+# a word that ends the item's name, read back from "CAGR": a stop word, a number ("2", "2-year"), a possessive
+_CAGR_STOP = re.compile(rf"^(?:{phrase_pattern(_WORDS['cagr_stop'])}|\d+(?:-year)?)$|['’]s$", re.I)
 
 
 def cagr_item(question: str) -> str:

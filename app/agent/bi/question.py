@@ -7,57 +7,75 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from app.agent.bi.count import condition, without_condition
 from app.agent.bi.periods import Period, periods_in, strip_periods
+from app.agent.vocabulary import phrase_pattern, word_lists
 
 OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "min", "count")
-_PCT_CHANGE = re.compile(
-    r"\b(percent(?:age)?|%)\s*(?:of\s+)?(?:change|increase|decrease|growth|decline|rise|difference|drop|"
-    r"reduction)|\b(?:change|increase|decrease|growth|decline|rise|drop)\w*\s+(?:in\s+)?(?:percent(?:age)?|%)"
-    r"|\bgrowth rate\b|\bgr[eo]w(?:th|s)?\b|\bgrow\b|\bby what percent(?:age)?\b|\byear[- ]on[- ]year\b", re.I)
-_AVERAGE = re.compile(r"\b(average|mean|avg)\b", re.I)
-_WEIGHTED = re.compile(r"\bweighted[- ]average\b", re.I)
-_RATIO = re.compile(r"\b(ratio|proportion|percentage of|percent of|% of|share of|portion of|fraction of|as a "
-                    r"(?:percentage|percent|proportion|share|ratio|fraction)|what percent(?:age)?|divided by)\b",
-                    re.I)
-_CHANGE_WORDS = (r"change[sd]?|difference|differ|increase[sd]?|decrease[sd]?|decline[sd]?|rise|rose|fell|drop(?:ped)?|"
-                 r"variance|movement")  # words that ask for a change: the operation read and the one asked
-_DIFF = re.compile(rf"\b({_CHANGE_WORDS}|how much (?:more|less|higher|lower|greater|larger|smaller|bigger)"
-                   r"|(?:more|less|higher|lower|greater|larger|smaller) than)\b", re.I)
-_SUM = re.compile(r"\b(sum|combined|in total|altogether|aggregate|add(?:ed)? up|total)\b", re.I)
-_MAX = re.compile(r"\b(highest|largest|greatest|most|maximum|max|biggest|higher|larger|greater)\b", re.I)
-_MIN = re.compile(r"\b(lowest|smallest|least|minimum|min|fewest|lower|smaller)\b", re.I)
-# "which segment ... highest": the kind of item ranked (read by bi.grounding too)
-WHICH = re.compile(r"^\s*(which|what|in which|for which|during which)\b[^?]*?\b(year|period|quarter|segment|"
-                   r"category|region|item|one|month|country|type|business|division|product)s?\b", re.I)
-# "In which years was X provided?", "Which years does the table cover?": the header answers (the text route)
+# the shapes of a question that are not word lists: year spans, "which years", a full year
 _WHICH_YEARS = re.compile(r"^\s*(?:in |for |during )?which (?:fiscal )?years\b|\bwhat years\b", re.I)
-_BREAKDOWN = re.compile(r"\b(by segment|each segment|per segment|by region|breakdown|each (?:year|period|quarter)|"
-                        r"by year|per year|every segment|all segments|by category|each category)\b", re.I)
-_PERCENT = re.compile(r"\bpercent(?:age)?\b|%", re.I)
 _FY = re.compile(r"\b(fy|full[- ]year)\b", re.I)
-_TEXT_INTENT = re.compile(
-    r"^\s*(why|where|who|whom|whose|describe|explain|list the reasons?)\b|\b(reasons?|why|definitions?|define|"
-    r"meaning|mean by|stand for|what (?:caused|drove|led to|contributed)|due to what|primarily due|policy|"
-    r"policies|methodology|approach|how (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?"
-    r"(?:company|group|management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|"
-    r"what (?:does|do) (?:the )?(?:[\w/()-]+ ){1,5}(?:mean|refer|include|represent|comprise)|what is included|included in|"
-    r"consists? of|comprised of|which (?:method|standard|model|approach|assumption))\b", re.I)
 _SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\s*(?:to|and|through|until|-|–)\s*"
                    r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|"
                    r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|through|to)\s*(?:fy\s*)?((?:19|20)\d\d)\b",
                    re.I)
-_RATIO_REVERSED = re.compile(
-    r"\b(?:percentage|percent|proportion|share|portion|fraction|%)\s+of\s+(?:the\s+)?[\w\s,&'’()-]+?\b(?:is|was|are|"
-    r"were|came|comes|made up|derived|accounted|represented|attributable|consist\w*|related)\b", re.I)
-_BOILER = re.compile(
-    r"\b(what|which|how|much|many|is|was|were|are|the|a|an|of|in|for|from|to|between|and|as|at|by|on|did|does|do|"
-    r"year|years|period|periods|amount|value|values|figure|figures|reported|respectively|compared|comparison|"
-    r"relative|over|end|ended|ending|fiscal|its|their|company|company.s|companys|sum|average|mean|change|"
-    r"difference|increase|decrease|percentage|percent|ratio|proportion|nominal|net change|growth|rate|%|"
-    r"highest|lowest|largest|smallest|greater|higher|lower|than|more|less|combined|this|that|these|those|"
-    r"with|be|has|have|had|there|it|all|each|per|both|two|three|within|during|across|vs|versus)\b", re.I)
+# "how does the company ...", "what does X mean": asks how or what, which the text answers
+_TEXT_SHAPES = (r"\bhow (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?(?:company|group|"
+                r"management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|\bwhat (?:does|do) "
+                r"(?:the )?(?:[\w/()-]+ ){1,5}(?:mean|refer|include|represent|comprise)\b")
+# the word lists of app/data/vocabulary.yaml `operations` the patterns are built from
+_WORD_LISTS = ("average", "line_item_names", "percent", "percent_change_words", "percent_difference_words", "growth",
+               "percent_change", "ratio", "fraction", "ratio_phrases", "reversed_ratio_verbs", "change", "comparison",
+               "sum", "total", "added_items", "max", "min", "extreme", "list", "which_kinds", "breakdown",
+               "counted_amounts", "text_openers", "text_intent", "boilerplate")
+
+
+def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
+    """The patterns a question is read with, built from the operation word lists (``vocabulary.word_lists``): the
+    words are data, the shapes around them ("<percent> [of] <change>", "as a <fraction>") are here."""
+    w = words
+
+    def p(phrases, plural=False):  # operation words are apart by spaces only ("higher-than-expected")
+        return phrase_pattern(phrases, plural, hyphens=False)
+
+    def rx(phrases):
+        return re.compile(p(phrases), re.I)
+
+    percent, changes = p(w["percent"]), p(w["percent_change_words"])
+    fraction, parts = p(w["fraction"]), p(w["ratio"] + w["fraction"])
+    kinds = [v for k in w["which_kinds"] for v in (k, k + "s")]  # "segments" (not "countries", "businesses")
+    return SimpleNamespace(
+        average=rx(w["average"]), percent=rx(w["percent"]), weighted=rx(w["line_item_names"]),
+        pct_change=re.compile(rf"\b{percent}\s*(?:of\s+)?{p(w['percent_change_words'] + w['percent_difference_words'])}"
+                              rf"|{changes}\s+(?:in\s+)?{p(w['percent'], plural=True)}"
+                              rf"|{p(w['percent_change'] + w['growth'])}", re.I),
+        ratio=re.compile(rf"{p(w['ratio'])}|\b{fraction}\s+of\b|\bas an? {parts}\b|{p(w['ratio_phrases'])}", re.I),
+        reversed_ratio=re.compile(rf"\b{fraction}\s+of\s+(?:the\s+)?[\w\s,&'’()-]+?{p(w['reversed_ratio_verbs'])}",
+                                  re.I),
+        diff=rx(w["change"] + w["comparison"]),
+        sum=rx(w["sum"] + w["total"]), added=rx(w["added_items"]),
+        max=rx(w["max"]), min=rx(w["min"]),
+        # "which segment ... highest": the kind of item ranked (read by bi.grounding too)
+        which=re.compile(rf"^\s*(which|what|in which|for which|during which)\b[^?]*?{p(kinds)}", re.I),
+        breakdown=rx(w["breakdown"]),
+        counted_amount=re.compile(rf"\bhow many (?:\w+ )?{p(w['counted_amounts'])}", re.I),
+        text_intent=re.compile(rf"^\s*{p(w['text_openers'])}|{p(w['text_intent'])}|{_TEXT_SHAPES}", re.I),
+        boiler=rx(w["boilerplate"]),
+        # what a question asks to be computed, as families of operations (see operations_asked)
+        asked={"average": rx(w["average"]),
+               "change": rx(w["change"] + w["growth"]),
+               "percent": rx(w["percent"]),
+               # bare "ratio" names a line item ("net debt to EBITDA ratio")
+               "ratio": re.compile(rf"\b{parts}\s+of\b|\bas an? {parts}\b|{p(w['ratio_phrases'])}", re.I),
+               "sum": rx(w["sum"]),  # "in total": a total row
+               "list": rx(w["list"]),
+               "extreme": rx(w["extreme"])})
+
+
+_RX = patterns(word_lists("operations", _WORD_LISTS))  # built once, at import
+WHICH = _RX.which
 
 
 @dataclass
@@ -78,31 +96,29 @@ class ParsedQuestion:
 
 def parse_question(question: str) -> ParsedQuestion:
     q = " ".join(question.split())
-    body = _WEIGHTED.sub("weighted_avg", q)  # "weighted average X" names a line item, not an operation
+    rx = _RX  # the patterns built from the operation words
+    body = rx.weighted.sub("weighted_avg", q)  # "weighted average X" names a line item, not an operation
     periods = periods_in(q)
-    percent = bool(_PERCENT.search(body))
-    which = bool(WHICH.search(body))
+    percent = bool(rx.percent.search(body))
+    which = bool(rx.which.search(body))
     counting = bool(re.search(r"\bhow many\b", body, re.I)) and condition(body) is not None
     if counting:  # "how many years did X exceed $N": a count of cells meeting the condition
         op = "count"
-    elif which and _MAX.search(body):
+    elif which and rx.max.search(body):
         op = "max"
-    elif which and _MIN.search(body):
+    elif which and rx.min.search(body):
         op = "min"
-    elif _PCT_CHANGE.search(body) and not _AVERAGE.search(body):
+    elif rx.pct_change.search(body) and not rx.average.search(body):
         op = "pct_change"
-    elif _AVERAGE.search(body):
+    elif rx.average.search(body):
         op = "average"
-    elif _RATIO.search(body):
+    elif rx.ratio.search(body):
         op = "ratio"
-    elif _DIFF.search(body):
+    elif rx.diff.search(body):
         op = "difference"
-    elif _SUM.search(body) and (len(periods) >= 2 or re.search(r"\b(sum|combined|altogether|add)\b|\band\b", body,
-                                                                 re.I)):
+    elif rx.sum.search(body) and (len(periods) >= 2 or rx.added.search(body)):
         op = "sum"
-    elif re.match(r"\s*how many\b", body, re.I) and not re.search(r"\bhow many (?:\w+ )?(?:shares|units|employees|"
-                                                                  r"customers|dollars|options|people|stores)\b",
-                                                                  body, re.I):
+    elif re.match(r"\s*how many\b", body, re.I) and not rx.counted_amount.search(body):
         op = "count"
     else:
         op = "lookup"
@@ -110,32 +126,21 @@ def parse_question(question: str) -> ParsedQuestion:
     phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", without_condition(q) if counting else q))
     span = bool(_SPAN.search(q)) and op in ("average", "sum")
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
-                          bool(re.search(r"\btotal\b", q, re.I)), bool(_BREAKDOWN.search(q)), which, phrase,
-                          span, bool(_TEXT_INTENT.search(q)) or (bool(_WHICH_YEARS.search(q)) and op not in ("max", "min")),
-                          bool(_RATIO_REVERSED.search(body)))
+                          bool(re.search(r"\btotal\b", q, re.I)), bool(rx.breakdown.search(q)), which, phrase,
+                          span, bool(rx.text_intent.search(q)) or (bool(_WHICH_YEARS.search(q))
+                                                                   and op not in ("max", "min")),
+                          bool(rx.reversed_ratio.search(body)))
 
 
 def entity_text(phrase: str) -> str:
     """The words that name line items: ``phrase`` without boilerplate and operation words."""
-    t = _BOILER.sub(" ", phrase.replace("?", " "))
+    t = _RX.boiler.sub(" ", phrase.replace("?", " "))
     return " ".join(t.split())
 
 
-# What a question asks to be computed, as families of operations, and what each program operation computes:
-# the verifier's check that a BI program does what was asked ("the change in the average", "the change (%)",
-# "the values ... respectively" are not answered by an average, a difference, a total).
-_ASKED = {
-    "average": _AVERAGE,
-    "change": re.compile(rf"\b({_CHANGE_WORDS}|growth|grew)\b", re.I),
-    "percent": _PERCENT,
-    "ratio": re.compile(r"\b(?:ratio|proportion|percentage|percent|share|portion|fraction|%)\s+of\b|\bas an? "
-                        r"(?:percentage|percent|proportion|share|ratio|fraction)\b|\bwhat percent(?:age)?\b|"
-                        r"\bdivided by\b", re.I),  # bare "ratio" names a line item ("net debt to EBITDA ratio")
-    "sum": re.compile(r"\b(?:sum|combined|altogether|aggregate|add(?:ed)? up)\b", re.I),  # "in total": a total row
-    "list": re.compile(r"\brespective(?:ly)?\b", re.I),
-    # a superlative asks which item or period is the extreme one ("the largest liability"), not one looked up
-    "extreme": re.compile(r"\b(?:highest|largest|greatest|biggest|lowest|smallest|maximum|minimum)\b", re.I),
-}
+# What a question asks to be computed, as families of operations (``_RX.asked``), and what each program operation
+# computes: the verifier's check that a BI program does what was asked ("the change in the average", "the change
+# (%)", "the values ... respectively" are not answered by an average, a difference, a total).
 COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change", "percent"},
             "average": {"average"}, "sum": {"sum"}, "ratio": {"ratio", "percent"}, "max": {"extreme"},
             "min": {"extreme"},
@@ -145,8 +150,8 @@ COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change
 def operations_asked(question: str) -> set[str]:
     """The families of operations ``question`` names; "percent" only beside a change (a percentage looked up
     or divided out needs no operation of its own), "weighted average" names a line item."""
-    body = _WEIGHTED.sub("weighted_avg", " ".join(question.split()))
-    found = {name for name, rx in _ASKED.items() if rx.search(body)}
+    body = _RX.weighted.sub("weighted_avg", " ".join(question.split()))
+    found = {name for name, rx in _RX.asked.items() if rx.search(body)}
     if "ratio" in found:
         found.discard("percent")
     if "change" not in found:

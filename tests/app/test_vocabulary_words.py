@@ -1,0 +1,60 @@
+"""The words by which a question asks for an operation, names a part of a company or speaks of a company without
+naming one are data (app/data/vocabulary.yaml `operations`, `metric_words`, `company_mentions`): a word added
+there is read without code, and a malformed section is a clear error at load."""
+import pytest
+import yaml
+
+from app.agent import company_scope, vocabulary
+from app.agent.bi import metrics, question
+from app.agent.vocabulary import phrase_regex, word_lists
+
+
+def _shipped() -> dict:
+    return yaml.safe_load(vocabulary.PATH.read_text(encoding="utf-8"))
+
+
+def test_an_operation_word_added_as_data_is_read_without_code(monkeypatch):
+    q = "What was the typical revenue in 2018 and 2019?"
+    assert question.parse_question(q).op != "average" and "average" not in question.operations_asked(q)
+    data = _shipped()
+    data["operations"]["average"].append("typical")
+    monkeypatch.setattr(question, "_RX", question.patterns(word_lists("operations", question._WORD_LISTS, data)))
+    assert question.parse_question(q).op == "average"
+    assert question.operations_asked(q) == {"average"}
+    assert question.operation_unmet(q, "sum") == {"average"}
+
+
+def test_the_shipped_words_are_read():
+    assert question.parse_question("What was the year-on-year change in revenue in 2019?").op == "pct_change"
+    assert question.parse_question("What is the avg revenue in 2018 and 2019?").op == "average"
+    assert question.WHICH.search("Which segment had the highest revenue in 2019?")
+    assert question.entity_text("What was the net change in cash in 2019") == "cash 2019"
+    assert metrics.PART.search("revenue of the Americas region") and metrics.PART.search("its subsidiaries")
+    assert metrics.cagr_item("What is the 2 year total revenue CAGR from FY2017 to FY2019?") == "revenue"
+    assert metrics.cagr_item("What is the compounded annual growth rate of net sales from 2017 to 2019?") == "net sales"
+    assert {"company's", "l.p", "on"} <= company_scope.GENERIC | company_scope.TERMS  # read as words, quoted "on"
+    assert company_scope.QUESTION_WORDS[0] == "what"
+
+
+def test_operation_words_are_joined_by_spaces_only():
+    assert not question.parse_question("What were the higher-than-expected costs in 2019?").op == "difference"
+    assert question.parse_question("How much higher was revenue in 2019 than in 2018?").op == "difference"
+    assert phrase_regex(["higher than"]).search("higher-than-expected")  # names: a hyphen is a space
+    assert not phrase_regex(["higher than"], hyphens=False).search("higher-than-expected")
+
+
+@pytest.mark.parametrize("section, message", [
+    ("operations: [average, mean]", "operations must map names to lists of words"),
+    ("operations: {average: mean}", r"operations\.average must be a list of words"),
+    ("operations: {average: [mean, on]}", r"operations\.average: True is not a word \(quote yes, no, on, off"),
+    ("operations: {average: [\"(mean|avg\"]}", r"operations\.average: unbalanced \("),
+    ("operations: {average: [mean]}", "operations needs the word lists line_item_names, percent"),
+])
+def test_a_malformed_section_is_a_clear_error(section, message):
+    with pytest.raises(ValueError, match=message):
+        word_lists("operations", question._WORD_LISTS, yaml.safe_load(section))
+
+
+def test_a_missing_section_is_a_clear_error():
+    with pytest.raises(ValueError, match="metric_words must map names to lists of words, not NoneType"):
+        word_lists("metric_words", ("part_kinds",), {})
