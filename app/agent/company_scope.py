@@ -29,7 +29,7 @@ NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
 POSSESSIVE = re.compile(rf"(?<![\w'’])((?:{NAME}\s+){{0,3}}{NAME})['’]s?(?=\s|$|[,;:?.)])")
 PREPOSITIONAL = re.compile(rf"\b(?i:for|of|did|does|do|at|to|by|from)\s+({NAME}(?:\s+{NAME}){{0,3}})")
 # the words read in a name are data (app/data/vocabulary.yaml `company_mentions`)
-_WORDS = word_lists("company_mentions", ("generic", "terms", "question_words"))
+_WORDS = word_lists("company_mentions", ("generic", "terms", "question_words", "legal"))
 GENERIC = {w.lower() for w in _WORDS["generic"]}  # speak of a company without naming one ("the Company's", "Here's")
 TERMS = {w.lower() for w in _WORDS["terms"]}  # financial terms and units written in capitals: never a company
 DIGITS = re.compile(r"\d")
@@ -128,8 +128,7 @@ def _file_words(filename: str) -> set[str]:
     return {t.lower() for t in re.split(r"[^A-Za-z0-9&]+", stem) if t}
 
 
-LEGAL = frozenset("the inc incorporated corp corporation co company companies ltd limited plc llc lp llp holdings group "
-                  "sa ag nv".split())  # words of a registrant's name that no short form of it keeps
+LEGAL = frozenset(w.lower() for w in _WORDS["legal"])  # words of a registrant's name no short form keeps
 
 
 def short_forms(company: str) -> set[str]:
