@@ -153,8 +153,12 @@ def _abbreviation(m: Mention) -> bool:
 
 def _named_by(m: Mention, words: set[str]) -> bool:
     """Every name word is in ``words`` (a one-word name) or most of them are (a longer one); a name written
-    as one word in file names ("Best Buy" ~ "BESTBUY") counts."""
+    as one word in file names ("Best Buy" ~ "BESTBUY", "American Water Works" ~ "AMERICANWATERWORKS", its generic
+    words included) counts."""
     if len(m.tokens) > 1 and "".join(m.tokens) in words:
+        return True
+    whole = name_words(m.text)
+    if len(whole) > 1 and "".join(whole) in words:
         return True
     hits = sum(t in words for t in m.tokens)
     return hits == len(m.tokens) or (len(m.tokens) >= 3 and hits >= len(m.tokens) - 1)
@@ -182,15 +186,17 @@ def company_scope_of(kbt, question: str, doc_ids: Optional[list[str]] = None,
     # "revenue of Software": a name the tables of the documents carry is a line item, not a company, unless
     # a file is named after it ("inventories for Best Buy" with BESTBUY_2019_10K.pdf)
     files = {d: _file_words(f.filename) for d, f in facts.items()}
+    short = {d: short_forms(f.company) for d, f in facts.items()}  # "AMEX": a registrant's name shortened
     found = [m for m in found if m.possessive or not _named_by(m, items)
-             or any(_named_by(m, w) for w in files.values())]
+             or any(_named_by(m, w) for w in files.values())
+             or (_abbreviation(m) and any(m.tokens[0] in sf for sf in short.values()))]
     matched: list[str] = []
     missing: list[str] = []
     names: list[str] = []
     for m in found:
         ids = [d for d, words in profiles.items() if _named_by(m, words)]
         if not ids and _abbreviation(m):  # "AMEX": a short form of the registrant's name
-            ids = [d for d, f in facts.items() if m.tokens[0] in short_forms(f.company)]
+            ids = [d for d in facts if m.tokens[0] in short[d]]
         if ids:
             matched += [d for d in ids if d not in matched]
             names.append(m.text)

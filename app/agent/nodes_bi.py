@@ -136,9 +136,19 @@ def make_bi_node(deps: AgentDeps):
                 "citations": citations, "supported": prog.grounded, "op": "metric",
                 "cover": 1.0}  # a formula is grounded term by term (bi.metric_program), not by item-word share
 
+    def run_unreported(state: AgentState, prog) -> dict:
+        citations = []
+        for t in prog.tables:
+            citations += table_citation(deps.kb, state["tenant"], t, [])
+        text = prog.answer() + "\nNot verified: " + "; ".join(prog.doubts) + "."
+        return {"route": "bi", "sql": None, "columns": [], "rows": [], "answer": text, "chart": None,
+                "citations": citations, "supported": False, "op": prog.op, "cover": 1.0}
+
     def run_program(state: AgentState, prog: Program) -> Optional[dict]:
         if getattr(prog, "kind", "") == "metric":
             return run_metric(state, prog)
+        if getattr(prog, "kind", "") == "unreported":
+            return run_unreported(state, prog)
         sql = prog.sql()
         result = deps.kb.run_sql(state["tenant"], sql)
         rows = [list(r) for r in result.rows]

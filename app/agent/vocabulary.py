@@ -181,3 +181,11 @@ def asks_which_way(question: str) -> bool:
 def asked_sign(question: str) -> Optional[str]:
     """positive | negative when the question asks whether a figure is above or below zero, else None."""
     return next(iter(_keys_in("sign_words", question)), None)
+
+
+def asks_relevance(sentence: str) -> bool:
+    """"If gross margin is not a useful metric for a company like this, ...": a negated relevance word (data:
+    ``relevance`` words and ``negations``) in the sentence."""
+    words = set(re.findall(r"[a-z]+", sentence.lower().replace("n't", " not")))
+    lists = word_lists("relevance", ("words", "negations"))
+    return bool(words & set(lists["words"])) and bool(words & set(lists["negations"]))

@@ -96,3 +96,29 @@ def fold_columns(rows: list[list[Cell]], header_rows: int) -> list[list[Cell]]:
                 changed = True
                 break
     return rows
+
+
+# a row label with the first period's value glued on ("Net cash provided by operating activities 3,676.2",
+# "Divestitures loss -"): a PDF grid that put the first value column inside the label column
+GLUED = re.compile(r"^(?P<label>.*[A-Za-z)].*?)[\s.]+(?P<value>\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?|[-\u2014\u2013])$")
+
+
+def split_glued_values(rows: list[list[Cell]], header_rows: int) -> list[list[Cell]]:
+    """The label column's header is a period ("2020" over the labels, "Fiscal Year 2019" over the next column) and
+    most labels end with a number: the first value column was read into the labels. It becomes its own column,
+    under that header."""
+    head = [rows[i][0] for i in range(header_rows) if not blank(rows[i][0])]
+    if not head or not any(periodish(c) for c in head):
+        return rows
+    labels = [str(r[0]) for r in rows[header_rows:] if not blank(r[0])]
+    glued = [GLUED.match(lb) for lb in labels]
+    if sum(bool(g) for g in glued) < max(2, 0.6 * len(labels)):
+        return rows
+    out = []
+    for i, r in enumerate(rows):
+        if i < header_rows:
+            out.append([None, r[0]] + list(r[1:]))
+            continue
+        m = GLUED.match(str(r[0])) if not blank(r[0]) else None
+        out.append([m["label"].strip(), m["value"]] + list(r[1:]) if m else [r[0], None] + list(r[1:]))
+    return out

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from ingest.parsers import Cell, RawTable
 from ingest.tables.captions import CAPTION, JUNK_TITLE, PERIOD_WORDS, caption_header_rows, title_rows
-from ingest.tables.grid import blank, drop_empty_columns, fold_columns, periodish, split_merged_rows
+from ingest.tables.grid import blank, drop_empty_columns, fold_columns, periodish, split_glued_values, split_merged_rows
 from ingest.tables.numbers import CURRENCIES, ParsedNumber, parse_number  # noqa: F401 - parse_number is re-exported
 from ingest.tables.periods import parse_period
 from ingest.tables.rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
@@ -197,7 +197,7 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
             if len(cells) >= 2 and all(periodish(c) for c in cells):
                 n_head = k + 1
                 break
-    rows = fold_columns(rows, n_head)
+    rows = fold_columns(split_glued_values(rows, n_head), n_head)
     width = len(rows[0])
     captions += caption_header_rows(rows[:n_head], notes)
     labels = _merge_labels(rows[:n_head], width)

@@ -323,3 +323,36 @@ def test_a_line_item_printed_as_its_parts_is_their_sum(tmp_path_factory):
         assert "Cost of products" in out["answer"] and "Cost of services" in out["answer"], out["answer"]
         out = ask_bi(env, "bi-parts", "What was Wayne's FY2022 gross margin?")
         assert head(out).endswith("(66,608 − (54,061 + 9,049)) / 66,608 × 100 = 5.25%."), head(out)
+
+
+CARD_ISSUER = """<html><body><h1>Gotham Card Company annual report 2022</h1>
+<p>Consolidated statements of income (in millions)</p>
+<table>
+<tr><th></th><th>2022</th><th>2021</th></tr>
+<tr><td>Discount revenue</td><td>30,739</td><td>24,563</td></tr>
+<tr><td>Net interest income</td><td>9,895</td><td>7,674</td></tr>
+<tr><td>Total revenues net of interest expense</td><td>52,862</td><td>42,380</td></tr>
+<tr><td>Provisions for credit losses</td><td>2,182</td><td>(1,419)</td></tr>
+<tr><td>Total expenses</td><td>40,164</td><td>33,416</td></tr>
+<tr><td>Pretax income</td><td>10,516</td><td>10,383</td></tr>
+<tr><td>Net income</td><td>7,514</td><td>8,060</td></tr>
+</table></body></html>"""
+NOT_USEFUL = " If {m} is not a useful metric for a company like this, then state that and explain why."
+
+
+def test_a_metric_whose_line_items_no_statement_prints_is_said_not_to_apply(tmp_path_factory, env):
+    """Invited to say so, a metric none of whose formulas the statements can ground (a card issuer prints no cost of
+    goods sold, gross profit or operating income) is answered as not a useful metric, naming the missing rows, and
+    not supported; where the statements print the rows the metric is computed as before."""
+    for card in bi_env(tmp_path_factory, "bi-card", "GOTHAM_2022_10K.html", CARD_ISSUER, 1):
+        for m, q in (("operating margin", "Does Gotham have an improving operating margin profile as of 2022?"),
+                     ("gross margin", "What drove gross margin change as of the FY2022 for Gotham?")):
+            out = ask_bi(card, "bi-card", q + NOT_USEFUL.format(m=m))
+            assert out["route"] == "bi" and out["supported"] is False, out
+            assert head(out).startswith(f"{m[0].upper()}{m[1:]} is not a useful metric for this company: its income "
+                                        "statement print"), head(out)
+            assert out["citations"] and "Not verified" in out["answer"], out
+        out = ask_bi(card, "bi-card", "What was Gotham's operating margin in 2022?")  # not invited: no such answer
+        assert "not a useful metric" not in (out.get("answer") or ""), out
+    out = ask(env, "Does Acme have an improving gross margin profile as of FY2019?" + NOT_USEFUL.format(m="gross margin"))
+    assert head(out).startswith("Yes, the gross margin rose"), head(out)

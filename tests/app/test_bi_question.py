@@ -29,6 +29,19 @@ def test_instructions_are_dropped_and_definitions_rewritten():
     assert "percentage change in revenue" in r.question and "round" not in r.question
     r = read("What is the gross margin in 2019?")  # a row may be named so: the usual definition only as fallback
     assert r.question == "What is the gross margin in 2019?" and "gross profit to revenue" in r.fallback
+    # a lead-in before the colon, and what follows the question, are not the question ("approach" asks no text)
+    r = read("We need to calculate a metric. Please answer the following question: what is Acme's year end FY2018 "
+             "net property, plant, and equipment? Answer in USD millions.")
+    assert r.question == "what is Acme's year end FY2018 net property, plant, and equipment?", r
+    r = read("What is the FY2019 - FY2020 total revenue growth rate for Acme (formerly known as Roadrunner)? Approach "
+             "the question asked by assuming the standpoint of an investment banker.")
+    assert r.question == "What is the FY2019 - FY2020 total revenue growth rate for Acme (formerly known as Roadrunner)?"
+    # a sentence the splitter cuts at an abbreviation before the question mark stays whole
+    r = read("Which years does the table provide information for the reconciliation from U.S. GAAP Operating income?")
+    assert r.question.startswith("Which years does the table"), r
+    r = read("Does Acme have positive working capital? If working capital is not a useful metric for a company like "
+             "this, then please state that and explain why.")
+    assert r.conditional.startswith("If working capital is not a useful metric") and "useful" not in r.question
 
 
 def test_the_operations_a_question_asks_and_what_a_program_leaves_undone():

@@ -202,3 +202,28 @@ def test_a_year_over_period_groups_reaches_every_column(tmp_path):
     assert [c.period for c in values] == ["Q1 2023", "Q1 2023", "Q2 2023", "Q2 2023", "6M 2023", "6M 2023"]
     assert [c.unit for c in values] == ["USD millions", "%"] * 3
     assert t.statement == "income_statement" and t.rows[0][1:3] == [20894.0, 100.0]
+
+
+def test_a_first_value_column_read_into_the_labels_is_split_off():
+    """A statement as a PDF grid left it (a cash-flow statement's first page: the 2020 values glued to the row
+    labels, "2020" over the label column): the values become the 2020 column again, the labels plain."""
+    from ingest.parsers import RawTable
+
+    rows = [["2020", "Fiscal Year 2019", "Fiscal Year 2018"],
+            ["Cash Flows - Operating Activities", None, None],
+            ["Net earnings, including earnings attributable to noncontrolling interests $ 2,210.8", "1,786.2", "2,163.0"],
+            ["Depreciation and amortization 594.7", "620.1", "618.8"],
+            ["Deferred income taxes (29.6)", "93.5", "(504.3)"],
+            ["Divestitures loss -", "30.0", None],
+            ["Net cash provided by operating activities 3,676.2", "2,807.0", "2,841.0"]]
+    t = build_typed_table(RawTable(52, "Consolidated Statements of Cash Flows", rows, header_rows=1))
+    years = [c.fiscal_year for c in t.columns if c.role == "value"]
+    assert years == [2020, 2019, 2018], [(c.label, c.fiscal_year) for c in t.columns]
+    by_label = {r[0]: r[1:4] for r in t.rows}
+    assert by_label["Net cash provided by operating activities"] == [3676.2, 2807.0, 2841.0], t.rows
+    assert by_label["Deferred income taxes"] == [-29.6, 93.5, -504.3]
+    assert by_label["Divestitures loss"][1:] == [30.0, None]
+    # labels that end in a number under a label column with no period over it are left alone
+    t = build_typed_table(RawTable(3, "Debt", [["", "2020", "2019"], ["Notes due 2026", "500", "500"],
+                                               ["Notes due 2028", "700", "700"]], header_rows=1))
+    assert [r[0] for r in t.rows] == ["Notes due 2026", "Notes due 2028"]

@@ -20,12 +20,16 @@ STATEMENTS = [
 ]
 INSTRUCTION = re.compile(
     r"^\s*(?:please\s+)?(?:answer|state|round|base|provide|address|calculate what|give|respond|report|express|"
-    r"use|using|utili[sz]e|we want|help us|assume|note|show|only|do not|don't|compute|calculate)\b", re.I)
+    r"use|using|utili[sz]e|we want|we need|help us|assume|approach|note|show|only|do not|don't|compute|calculate)\b",
+    re.I)
 # "If gross margins are not a relevant metric for a company like this, then please state that and explain why."
 CONDITIONAL = re.compile(r"^\s*if\b[^?]*\b(?:please|state|explain|say|note)\b", re.I)
 LEADING = re.compile(r"^\s*(?:considering|using|based on|basing|according to|looking at)\b[^,?]*,\s*",
                      re.I)
 HERE = re.compile(r"^.*\bhere(?:'|’)?s the question\s*:\s*", re.I | re.S)
+# "Please answer the following question: what is ...?": the lead-in before a colon that the question follows
+LEAD_IN = re.compile(r"^[^:?]*:\s*(?=(?:what|which|how|who|whom|when|where|why|is|was|are|were|does|did|do|has|"
+                     r"have|had|can|could|should|would|will)\b)", re.I)
 PAREN = re.compile(r"\((?:[^()]*\b(?:round|units?|usd|millions?|billions?|thousands?|percents?|decimal)\b[^()]*)\)",
                    re.I)
 DEFINE = re.compile(r"\b(?:define|defining)\s+(?P<name>[^.?]+?)\s+as\s*:?\s*(?P<expr>[^.?]+)|"
@@ -53,6 +57,7 @@ class Read:
     statements: list[str] = field(default_factory=list)  # statement kinds named as the source
     definition: str = ""  # the definition used, as read
     fallback: str = ""  # a common ratio's usual definition, tried when the question's own name grounds nothing
+    conditional: str = ""  # "If gross margin is not a useful metric for a company like this, then state that ..."
 
 
 def _sentences(text: str) -> list[str]:
@@ -71,15 +76,20 @@ def read(question: str) -> Read:
     statements = [kind for kind, rx in STATEMENTS if rx.search(text)]
     text = HERE.sub("", text)
     kept: list[str] = []
-    definition = ""
+    definition = conditional = ""
+    asked = False  # a sentence asking (with "?") came before
     for s in _sentences(text):
         m = DEFINE.search(s)
         if m:
             definition = f"{m['name'] or m['name2']} = {m['expr'] or m['expr2']}".strip()
             continue
         if (INSTRUCTION.match(s) or CONDITIONAL.match(s)) and "?" not in s:
+            conditional = conditional or (s if CONDITIONAL.match(s) else "")
             continue
-        kept.append(LEADING.sub("", s))
+        if asked and "?" not in s:  # after the question, not of it ("Approach it as an investment banker would.")
+            continue
+        asked = asked or "?" in s
+        kept.append(LEADING.sub("", LEAD_IN.sub("", s)))
     core = " ".join(kept) or text
     if any(re.search(r"percent|%", m.group(0), re.I) for m in PAREN.finditer(core)):
         core = re.sub(r"\b(change|growth|increase|decrease)\b", r"percentage \1", core, count=1, flags=re.I)
@@ -90,9 +100,9 @@ def read(question: str) -> Read:
         m = DIVIDED.match(expr)
         if m and not re.search(r"[*+()]|\baverage\b|\bchange\b", expr):
             return Read(_ratio_question(core, m["a"], m["b"], bool(re.search(r"%|percent", core, re.I))),
-                        statements, definition)
+                        statements, definition, conditional=conditional)
     for names, a, b, percent in KNOWN_RATIOS:
         if re.search(rf"\b(?:{names})\b", core, re.I):
             return Read(core, statements, f"{names.split('|')[0]} = {a} / {b}",
-                        _ratio_question(core, a, b, percent))
-    return Read(core, statements, definition)
+                        _ratio_question(core, a, b, percent), conditional)
+    return Read(core, statements, definition, conditional=conditional)

@@ -6,7 +6,8 @@ A row is grounded when its label is named by the item (or one of the labels fili
 item, ``bi.metrics.CONCEPTS``) as the single-table planner's rows are (``bi.grounding``: the label's words
 named, or an embedding this close sharing a word); among grounded rows the statement the item is read from
 (accounts payable: the balance sheet, not the cash-flow change in payables) wins, then the statements the
-question names; only a filing without statement tables gives operands from other tables. On the item's own
+question names; the filing's other tables give an operand only where no statement table has a row for it (a
+statement's second page read as a table of its own). On the item's own
 statement a label that begins or ends with the item's name is that item, qualified ("Depreciation and
 amortization of property, equipment and intangibles", "Common stock cash dividends paid"). A column is one of the table's period columns
 for the period asked; a table without one cannot give the operand.
@@ -104,13 +105,25 @@ def _grounded(m: RowMatch) -> bool:
 
 def row_choices(views: list[TableView], item: str, statements: list[str],
                 encode: Optional[Callable] = None) -> list[RowChoice]:
-    """Rows of ``views`` that could be ``item``, best first."""
+    """Rows of ``views`` that could be ``item``, best first: a filing's statement tables, and only where none of
+    them has a row for it the other tables (a statement's second page read as a table of its own, its title a row:
+    the balance sheet's liabilities under "Common stock ($0.01 par value ...)")."""
+    statement_views = [v for v in views if getattr(v.info, "statement", "")]
+    if statement_views and len(statement_views) < len(views):
+        out = _row_choices(statement_views, item, statements, encode)
+        if any(c.grounded for c in out):
+            return out
+        rest = _row_choices([v for v in views if not getattr(v.info, "statement", "")], item, statements, encode)
+        return [c for c in rest if c.grounded] + out
+    return _row_choices(views, item, statements, encode)
+
+
+def _row_choices(views: list[TableView], item: str, statements: list[str],
+                 encode: Optional[Callable] = None) -> list[RowChoice]:
     concept = concept_of(item)
     phrases = [item] + (CONCEPTS[concept][0] if concept else [])
     home = CONCEPTS[concept][1] if concept else ""
     out = []
-    if any(getattr(v.info, "statement", "") for v in views):  # a filing's statements, not its notes
-        views = [v for v in views if getattr(v.info, "statement", "")]
     for view in views:
         stmt = getattr(view.info, "statement", "") or ""
         best: dict[int, tuple] = {}

@@ -16,6 +16,7 @@ from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_ro
 from app.agent.bi.grounding import GENERIC, grounding_doubts
 from app.agent.bi.count import count_program
 from app.agent.bi.instructions import read
+from app.agent.bi.applicability import plan_unreported
 from app.agent.bi.metric_program import MetricProgram, plan_metric
 from app.agent.bi import fiscal
 from app.agent.bi.choice import choice_items, plan_choice
@@ -64,8 +65,9 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
         cs = company_scope(kb, tenant, question, doc_ids) if kb is not None and tenant else CompanyScope()
     rd.question, rd.fallback = without_companies(rd.question, cs.matched), without_companies(rd.fallback, cs.matched)
     pq = parse_question(rd.question)
-    if pq.text_intent:
-        return PlanResult(None, "a question about the text (why / how / what it means), not a figure")
+    text_intent = "a question about the text (why / how / what it means), not a figure"
+    if pq.text_intent and not rd.conditional:
+        return PlanResult(None, text_intent)
     in_scope, why = tables_in_scope(kb, tenant, tables, question, doc_ids, cs)
     if len(in_scope) > MAX_SCOPE_TABLES and kb is not None and tenant:
         in_scope, why = _searched_documents(kb, tenant, question, in_scope), f"{why}; the documents search finds"
@@ -77,6 +79,15 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
     if encode is None and kb is not None and getattr(kb, "embedder", None) is not None:
         encode = vector_cache(kb.embedder).encode
     vcache = vector_cache(kb.embedder) if kb is not None and encode is not None else None
+    # "If gross margin is not a useful metric for a company like this, state that": the filings print no row for it
+    # (only over the filings of the company named or the documents given: never over what a search found)
+    texts = (lambda d: [p.text for p in kb.document_passages(tenant, d)]) if kb is not None and tenant else None
+    unreported = (plan_unreported(rd.conditional, metric_for(question), _by_doc(views), rd.statements, encode, texts)
+                  if doc_ids or cs.doc_ids else None)
+    if unreported is not None:
+        return PlanResult(unreported, "ok", why, [f"metric {unreported.metric.name}: not reported"])
+    if pq.text_intent:
+        return PlanResult(None, text_intent)
     if choice_items(rd.question):  # "among A, B and C, which is largest": each item grounded
         cprog, cwhy = plan_choice(rd.question, _by_doc(views), periods_in(rd.question), rd.statements, encode)
         if cprog is not None:
