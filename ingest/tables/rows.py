@@ -161,6 +161,30 @@ def row_meta(labels: list[str], has_values: list[bool], scale: str, notes: str,
     return metas, kept
 
 
+def name_unlabelled_totals(metas: list[RowMeta], values: list[list]) -> list[int]:
+    """A row with values and no label that sums the labelled rows of its section above it (the revenues'
+    total printed under a rule, its label left out) is that section's total: "Total revenues". ``values``: each
+    row's numbers (None where empty). Returns the rows named."""
+    named = []
+    for i, m in enumerate(metas):
+        if m.label or not m.parent:
+            continue
+        block = []
+        k = i - 1
+        while k >= 0 and metas[k].parent == m.parent and metas[k].label and not metas[k].is_total:
+            block.insert(0, k)
+            k -= 1
+        cols = [j for j, v in enumerate(values[i]) if isinstance(v, (int, float))]
+        if len(block) < 2 or not cols:
+            continue
+        sums = [sum(values[b][j] or 0.0 for b in block) for j in cols]
+        if all(abs(s_ - values[i][j]) <= max(0.001 * abs(values[i][j]), 0.5 * len(block)) for s_, j in zip(sums, cols)):
+            parent = m.parent if m.parent.isupper() else m.parent[:1].lower() + m.parent[1:]
+            metas[i] = RowMeta(f"Total {parent}", m.parent, True, m.unit, m.scale)
+            named.append(i)
+    return named
+
+
 def _is_outer(section: str) -> bool:
     """Upper-case or one-word headings ("ASSETS", "Liabilities and equity") enclose the sections below."""
     return section.isupper() or bool(re.fullmatch(r"(assets|liabilities.*|.*equity|operating activities)", section,

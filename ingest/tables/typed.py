@@ -17,7 +17,8 @@ from ingest.tables.captions import CAPTION, JUNK_TITLE, PERIOD_WORDS, caption_he
 from ingest.tables.grid import blank, drop_empty_columns, fold_columns, periodish, split_glued_values, split_merged_rows
 from ingest.tables.numbers import CURRENCIES, ParsedNumber, parse_number  # noqa: F401 - parse_number is re-exported
 from ingest.tables.periods import parse_period
-from ingest.tables.rows import PER_SHARE, RowMeta, classify_statement, find_scale, row_meta, statement_title
+from ingest.tables.rows import (PER_SHARE, RowMeta, classify_statement, find_scale, name_unlabelled_totals, row_meta,
+                                statement_title)
 
 USD_WORDS = re.compile(r"\bUSD\b|U\.S\. dollars|US dollars|\$", re.I)
 
@@ -299,6 +300,10 @@ def build_typed_table(raw: RawTable) -> TypedTable | None:
             else:
                 out.append(None if blank(c) else str(c))
         typed_rows.append(out)
+    if label_col is not None and metas:  # "Total revenues" printed without its label
+        value_idx = [j for j in range(width) if j != label_col and columns[j].sql_type == "REAL"]
+        for i in name_unlabelled_totals(metas, [[r[j] for j in value_idx] for r in typed_rows]):
+            typed_rows[i][label_col] = metas[i].label
     header_currency = header_currency or next((c.currency for c in columns if c.currency), "")
     table_unit = " ".join(x for x in (header_currency, scale) if x)
     statement = classify_statement(title, str(raw.context or ""), [m.label for m in metas], captions,

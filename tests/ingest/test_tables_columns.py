@@ -227,3 +227,18 @@ def test_a_first_value_column_read_into_the_labels_is_split_off():
     t = build_typed_table(RawTable(3, "Debt", [["", "2020", "2019"], ["Notes due 2026", "500", "500"],
                                                ["Notes due 2028", "700", "700"]], header_rows=1))
     assert [r[0] for r in t.rows] == ["Notes due 2026", "Notes due 2028"]
+
+
+def test_a_section_total_printed_without_its_label_is_named_by_its_section():
+    """The revenues' total under a rule with no label (a casino operator's statement of operations): the row that
+    sums the section's rows is "Total revenues"; an unlabelled row that does not sum them keeps no name."""
+    from ingest.parsers import RawTable
+
+    rows = [["", "2020", "2019"], ["Revenues", None, None], ["Casino", "2,871,720", "6,517,759"],
+            ["Rooms", "830,382", "2,322,579"], ["Food and beverage", "696,040", "2,145,247"],
+            [None, "4,398,142", "10,985,585"], ["Expenses", None, None], ["Casino", "1,701,783", "3,623,899"],
+            ["Rooms", "419,156", "829,677"], [None, "9", "9"], ["Operating income", "100", "200"]]
+    t = build_typed_table(RawTable(65, "Consolidated statements of operations", rows, header_rows=1))
+    labels = [r[0] for r in t.rows]
+    assert labels[3] == "Total revenues" and t.row_meta[3].is_total, labels
+    assert labels[6] is None and not t.row_meta[6].is_total, labels
