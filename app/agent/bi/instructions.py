@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from app.agent.bi.metrics import usual_ratios
+
 STATEMENTS = [
     ("balance_sheet", re.compile(r"\bbalance sheets?\b|\bstatements? of financial (?:position|condition)\b", re.I)),
     ("income_statement", re.compile(r"\bincome statements?\b|\bstatements? of (?:income|operations|earnings)\b|"
@@ -37,18 +39,6 @@ DEFINE = re.compile(r"\b(?:define|defining)\s+(?P<name>[^.?]+?)\s+as\s*:?\s*(?P<
                     r"(?:\.\s|\.$|$)", re.I)
 DIVIDED = re.compile(r"^\s*(?:the\s+)?(?P<a>.+?)\s+(?:divided by|over|/|to)\s+(?:the\s+)?(?P<b>.+?)\s*$", re.I)
 
-# common ratios as analysts define them: (names, numerator, denominator, as a percentage)
-KNOWN_RATIOS = [
-    (r"working capital ratio|current ratio", "total current assets", "total current liabilities", False),
-    (r"gross (?:profit )?margin", "gross profit", "revenue", True),
-    (r"operating (?:profit )?margin|operating income margin|ebit margin", "operating income", "revenue", True),
-    (r"net (?:profit |income )?margin|profit margin", "net income", "revenue", True),
-    (r"dividend payout ratio", "cash dividends paid", "net income", True),
-    (r"capex (?:to|over|as a (?:%|percent(?:age)?) of) revenue|capital expenditures? (?:to|over|as a "
-     r"(?:%|percent(?:age)?) of) (?:revenue|sales)", "capital expenditure", "revenue", True),
-    (r"(?:total )?debt[- ]to[- ]equity(?: ratio)?", "total debt", "total equity", False),
-    (r"asset turnover(?: ratio)?", "revenue", "total assets", False),
-]
 
 
 @dataclass
@@ -101,8 +91,7 @@ def read(question: str) -> Read:
         if m and not re.search(r"[*+()]|\baverage\b|\bchange\b", expr):
             return Read(_ratio_question(core, m["a"], m["b"], bool(re.search(r"%|percent", core, re.I))),
                         statements, definition, conditional=conditional)
-    for names, a, b, percent in KNOWN_RATIOS:
-        if re.search(rf"\b(?:{names})\b", core, re.I):
-            return Read(core, statements, f"{names.split('|')[0]} = {a} / {b}",
-                        _ratio_question(core, a, b, percent), conditional)
+    for names, name, a, b, percent in usual_ratios():  # the metric catalogue's (app/data/metrics.yaml)
+        if names.search(core):
+            return Read(core, statements, f"{name} = {a} / {b}", _ratio_question(core, a, b, percent), conditional)
     return Read(core, statements, definition, conditional=conditional)

@@ -268,3 +268,18 @@ def with_parts(trees: list[Node]) -> list[Node]:
 def _is_plain_term(node: Node) -> bool:
     return isinstance(node, (Term, Num))
 
+
+
+def usual_ratios() -> list[tuple[re.Pattern, str, str, str, bool]]:
+    """The catalogue's metrics that are one line item over another ("current ratio": total current assets / total
+    current liabilities; a margin: gross profit / revenue * 100): (names, metric, numerator, denominator, in
+    percent), the usual definition a table program may read where the question's own name grounds nothing."""
+    out = []
+    for entry in LIBRARY:
+        tree = parse(entry.formulas[0], _REFS)
+        percent = isinstance(tree, Bin) and tree.op == "*" and isinstance(tree.right, Num) and tree.right.value == 100
+        core = tree.left if percent else tree
+        if (isinstance(core, Bin) and core.op == "/" and isinstance(core.left, Term) and isinstance(core.right, Term)
+                and core.left.agg == core.right.agg == "value"):
+            out.append((entry.names, entry.name, core.left.name, core.right.name, percent))
+    return out
