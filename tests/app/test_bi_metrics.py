@@ -356,3 +356,16 @@ def test_a_metric_whose_line_items_no_statement_prints_is_said_not_to_apply(tmp_
         assert "not a useful metric" not in (out.get("answer") or ""), out
     out = ask(env, "Does Acme have an improving gross margin profile as of FY2019?" + NOT_USEFUL.format(m="gross margin"))
     assert head(out).startswith("Yes, the gross margin rose"), head(out)
+
+
+def test_a_yes_no_judgement_by_the_catalogue_s_threshold(env):
+    """"Is it capital intensive?", "a healthy liquidity profile?": the catalogue's judgements (a metric, a threshold,
+    the convention) answer yes or no with the metric's value, the convention and the metrics stated beside it."""
+    out = ask(env, "Is Acme a capital-intensive business based on FY2019 data?")
+    assert out["route"] == "bi" and out["supported"] is True, out
+    assert head(out).startswith("No, the capital expenditure as a % of revenue was 7.50% in FY2019, below 10%"), head(out)
+    assert "Capital intensity ratio, FY2019: total assets / revenue = 2,400 / 1,200 = 2.00." in head(out), head(out)
+    out = ask(env, "Does Acme have a reasonably healthy liquidity profile based on its quick ratio for FY2019?")
+    assert head(out).startswith("No, the quick ratio was 0.78 in FY2019, below 1"), head(out)
+    out = ask(env, "Does Acme have a healthy liquidity position based on its current ratio in FY2019?")
+    assert head(out).startswith("Yes, the current ratio was 1.72 in FY2019, at or above 1"), head(out)

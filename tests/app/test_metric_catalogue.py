@@ -41,7 +41,7 @@ def test_a_metric_added_as_data_is_read_without_code(tmp_path, monkeypatch):
         "     formulas: [\"cash and cash equivalents / total current liabilities\"]}\n"), 1)
     path = tmp_path / "metrics.yaml"
     path.write_text(data)
-    library, concepts, aliases, _parts = bi_metrics._load(path)
+    library, concepts, aliases, *_ = bi_metrics._load(path)
     monkeypatch.setattr(bi_metrics, "LIBRARY", library)
     m = bi_metrics.metric_for("What was the cash ratio at the end of FY2022?")
     assert m is not None and m.name == "cash ratio" and m.better == "higher"
@@ -67,3 +67,19 @@ def test_an_invalid_metric_entry_is_a_clear_error(tmp_path, entry, field):
     path.write_text("metrics:\n" + entry)
     with pytest.raises(bi_metrics.CatalogueError, match=field if field != "names" else "needs name, names"):
         bi_metrics._load(path)
+
+
+@pytest.mark.parametrize("judgement", [
+    "  - {asked: [capital intensive], metric: no such metric, at_least: 10, basis: b}\n",
+    "  - {asked: [capital intensive], metric: x, at_least: ten, basis: b}\n",
+    "  - {asked: [capital intensive], metric: x, at_least: 10, basis: b, also: [y]}\n",
+    "  - {metric: x, at_least: 10, basis: b}\n",
+])
+def test_an_invalid_judgement_is_a_clear_error(tmp_path, judgement):
+    path = tmp_path / "metrics.yaml"
+    path.write_text("metrics:\n  - {name: x, names: [x], formulas: [revenue], unit: percent}\njudgements:\n" + judgement)
+    with pytest.raises(bi_metrics.CatalogueError, match="judgement 1: needs asked"):
+        bi_metrics._load(path)
+    path.write_text("metrics:\n  - {name: x, names: [x], formulas: [revenue], unit: percent}\njudgements:\n"
+                    "  - {asked: [capital intensive], metric: x, at_least: 10, basis: b}\n")
+    assert bi_metrics._load(path)[4][0].at_least == 10.0  # a judgement added as data

@@ -9,12 +9,12 @@ statements ground every operand (never operands from two documents); a missing o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from app.agent.bi.format import col_name
 from app.agent.bi.formula import Bin, Node, Num, Ref, Term, show, terms
-from app.agent.bi.metrics import Metric
+from app.agent.bi.metrics import Judgement, Metric, metric_named
 from app.agent.bi.operands import STATEMENT_NAMES, Leaf, LeafProgram, ground, unique_leaves
 from app.agent.bi.periods import Period
 from app.agent.bi.program import fmt, q
@@ -31,6 +31,8 @@ class MetricProgram(LeafProgram):
     leaves: dict[int, list[Leaf]]  # id(Term) -> value: [cell]; average: [old, new]; change: [old, new]
     decimals: Optional[int] = None  # as the question asks ("round to two decimal places")
     sign_asked: Optional[str] = None  # positive | negative: a yes/no question whether the value is above zero
+    judgement: Optional[Judgement] = None  # a yes/no judgement by a threshold ("capital intensive")
+    also: list = field(default_factory=list)  # other metrics stated beside the judgement (MetricProgram)
 
     @property
     def all_leaves(self) -> list[Leaf]:
@@ -165,11 +167,21 @@ def answer_text(prog: MetricProgram, value: float, sql: str, asked_scale: Option
     when = prog.target.label() if prog.target.quarter else f"FY{prog.target.year}"
     head = (f"{prog.metric.name[:1].upper()}{prog.metric.name[1:]}, {when}: {show(prog.tree)} = "
             f"{prog.with_values()} = {prog.result_text(value, asked_scale)}.")
+    if prog.judgement is not None:  # "Is it capital intensive?": the catalogue's convention decides
+        j, yes = prog.judgement, value >= prog.judgement.at_least
+        bar = f"{fmt(j.at_least)}%" if prog.unit() == "%" else fmt(j.at_least)
+        head = (f"{'Yes' if yes else 'No'}, the {prog.metric.name} was {prog.result_text(value)} in {when}, "
+                f"{'at or above' if yes else 'below'} {bar} ({j.basis}). " + head)
+        for other in prog.also:
+            v = other.evaluate()
+            head += (f" {other.metric.name[:1].upper()}{other.metric.name[1:]}, {when}: {show(other.tree)} = "
+                     f"{other.with_values()} = {other.result_text(v)}.")
     if prog.sign_asked and value:  # "Does it have positive working capital?": yes or no first
         sign = "positive" if value > 0 else "negative"
         head = (f"{'Yes' if sign == prog.sign_asked else 'No'}, the {prog.metric.name} was {sign} in {when}. "
                 + head)
-    lines = [head, "Rows used: " + "; ".join(leaf_line(leaf) for leaf in prog.all_leaves) + "."]
+    leaves = unique_leaves(prog.all_leaves + [leaf for other in prog.also for leaf in other.all_leaves])
+    lines = [head, "Rows used: " + "; ".join(leaf_line(leaf) for leaf in leaves) + "."]
     if prog.notes:
         lines.append("Note: " + "; ".join(prog.notes) + ".")
     tables = prog.tables
@@ -269,3 +281,19 @@ def plan_metric(question: str, metric: Metric, views_by_doc: dict[str, list[Tabl
     if best is None:
         return None, "Not verified: " + (reasons[0] if reasons else "no statement table gives its line items")
     return best[1], "ok"
+
+
+def plan_judgement(question: str, judgement: Judgement, metric: Metric, views_by_doc: dict, periods: list[Period],
+                   statements: list[str], encode: Optional[Callable] = None) -> tuple[Optional[MetricProgram], str]:
+    """A yes/no judgement by the catalogue's threshold: the metric at the period asked, and the metrics the
+    judgement states beside it, from the same filing."""
+    prog, why = plan_metric(question, metric, views_by_doc, periods, statements, encode)
+    if prog is None:
+        return None, why
+    prog.judgement, prog.sign_asked = judgement, None
+    doc = {prog.all_leaves[0].table.doc_id: views_by_doc[prog.all_leaves[0].table.doc_id]}
+    for name in judgement.also:
+        other, _ = plan_metric(question, metric_named(name), doc, [prog.target], statements, encode)
+        if other is not None and other.grounded and other.evaluate() is not None:
+            prog.also.append(other)
+    return prog, why

@@ -29,11 +29,11 @@ class CatalogueError(ValueError):
     """``metrics.yaml`` has an invalid entry (the message names it and the field)."""
 
 
-def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict]:
-    """(LIBRARY, CONCEPTS, ALIASES, PARTS) from the metric catalogue: read once, at import (a data file shipped
-    with the code, not a document fact)."""
+def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict, list]:
+    """(LIBRARY, CONCEPTS, ALIASES, PARTS, JUDGEMENTS) from the metric catalogue: read once, at import (a data
+    file shipped with the code, not a document fact)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    library, concepts, aliases, parts = [], {}, [], {}
+    library, concepts, aliases, parts, judgements = [], {}, [], {}, []
     for i, e in enumerate(data.get("metrics") or []):
         where = f"{path.name}: metric {e.get('name') or i!r}"
         if not e.get("name") or not e.get("names") or not e.get("formulas") or e.get("unit") not in UNITS:
@@ -59,7 +59,16 @@ def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict]:
                 parts[str(e["name"])] = [parse(str(f)) for f in e["parts"]]
             except FormulaError as exc:
                 raise CatalogueError(f"{where}: parts: {exc}") from None
-    return library, concepts, aliases, parts
+    names = {e.name for e in library}
+    for i, e in enumerate(data.get("judgements") or []):
+        where = f"{path.name}: judgement {i + 1}"
+        if not e.get("asked") or e.get("metric") not in names or not isinstance(e.get("at_least"), (int, float)) \
+                or not e.get("basis") or any(a not in names for a in e.get("also") or []):
+            raise CatalogueError(f"{where}: needs asked, a metric and also of the catalogue's metrics, a number "
+                                 "at_least and a basis")
+        judgements.append(Judgement(phrase_regex(e["asked"]), str(e["metric"]), float(e["at_least"]), str(e["basis"]),
+                                    tuple(str(a) for a in e.get("also") or ())))
+    return library, concepts, aliases, parts, judgements
 
 
 @dataclass(frozen=True)
@@ -72,12 +81,23 @@ class MetricEntry:
     range: Optional[tuple] = None  # (low, high): the values it can take (a margin: -100% .. 100%)
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """A yes/no judgement by a metric and a threshold ("capital intensive": capital expenditure at least 10% of
+    revenue), as analysts' conventions have it."""
+    asked: re.Pattern  # how a question asks it
+    metric: str  # the catalogue's metric it is judged by
+    at_least: float  # yes when the metric is at least this
+    basis: str  # the convention, stated with the answer
+    also: tuple = ()  # other catalogue metrics stated beside it
+
+
 # metrics other definitions use by name ("CCC = DIO + DSO - DPO", "EBITDA margin = EBITDA / revenue")
 _REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
 
 # the catalogue: metrics (in file order), line item -> (row labels filings use, statement read from, absolute value:
 # outflows / expenses printed in parentheses on one statement and not on another), and how analysts name items
-LIBRARY, CONCEPTS, ALIASES, PARTS = _load()
+LIBRARY, CONCEPTS, ALIASES, PARTS, JUDGEMENTS = _load()
 
 
 def concept_of(name: str) -> Optional[str]:
@@ -283,3 +303,21 @@ def usual_ratios() -> list[tuple[re.Pattern, str, str, str, bool]]:
                 and core.left.agg == core.right.agg == "value"):
             out.append((entry.names, entry.name, core.left.name, core.right.name, percent))
     return out
+
+
+def judgement_for(question: str) -> Optional[tuple[Judgement, Metric]]:
+    """A yes/no question the catalogue's judgements answer ("Is it a capital-intensive business?", "Does it have a
+    healthy liquidity profile based on its quick ratio?"): the judgement and the metric it is judged by (the one the
+    question names where it names one of the catalogue's, else the judgement's)."""
+    j = next((j for j in JUDGEMENTS if j.asked.search(question)), None)
+    if j is None:
+        return None
+    named = metric_for(question)
+    return j, (named if named is not None and not named.defined else metric_named(j.metric))
+
+
+def metric_named(name: str) -> Metric:
+    """The catalogue's metric called ``name`` (as its entry names it)."""
+    entry = next(e for e in LIBRARY if e.name == name)
+    trees = with_parts([_expand(parse(f, _REFS), {}) for f in entry.formulas])
+    return Metric(entry.name, trees, entry.unit, False, entry.better, entry.range)

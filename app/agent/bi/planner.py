@@ -17,11 +17,12 @@ from app.agent.bi.grounding import GENERIC, grounding_doubts
 from app.agent.bi.count import count_program
 from app.agent.bi.instructions import read
 from app.agent.bi.applicability import plan_unreported
-from app.agent.bi.metric_program import MetricProgram, plan_metric
+from app.agent.bi.metric_program import MetricProgram, plan_judgement, plan_metric
 from app.agent.bi import fiscal
 from app.agent.bi.choice import choice_items, plan_choice
 from app.agent.bi.metric_series import plan_series, series_kind
-from app.agent.bi.metrics import metric_for
+from app.agent.bi.metrics import judgement_for, metric_for
+from app.agent.vocabulary import asks_yes_no
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
 from app.agent.bi.periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
 from app.agent.bi.program import Operand, Program
@@ -88,6 +89,12 @@ def plan_question(question: str, tables: list, kb=None, tenant: str = "", doc_id
         return PlanResult(unreported, "ok", why, [f"metric {unreported.metric.name}: not reported"])
     if pq.text_intent:
         return PlanResult(None, text_intent)
+    judged = judgement_for(rd.question) if asks_yes_no(rd.question) else None
+    if judged is not None:  # "Is it a capital-intensive business?": a metric against the catalogue's convention
+        jprog, jwhy = plan_judgement(question, judged[0], judged[1], _by_doc(views), periods_in(rd.question),
+                                     rd.statements, encode)
+        if jprog is not None:
+            return PlanResult(jprog, "ok", why, [f"judgement by {judged[1].name}"])
     if choice_items(rd.question):  # "among A, B and C, which is largest": each item grounded
         cprog, cwhy = plan_choice(rd.question, _by_doc(views), periods_in(rd.question), rd.statements, encode)
         if cprog is not None:
