@@ -369,3 +369,11 @@ def test_a_yes_no_judgement_by_the_catalogue_s_threshold(env):
     assert head(out).startswith("No, the quick ratio was 0.78 in FY2019, below 1"), head(out)
     out = ask(env, "Does Acme have a healthy liquidity position based on its current ratio in FY2019?")
     assert head(out).startswith("Yes, the current ratio was 1.72 in FY2019, at or above 1"), head(out)
+
+
+def test_one_line_item_as_a_share_of_another_needs_no_catalogue_entry(env):
+    """"Cost of goods sold as a % of revenue" is no metric of the catalogue: two of its line items, one over the
+    other in percent, averaged over the years asked."""
+    out = ask(env, "What is Acme's two year average of cost of goods sold as a % of revenue from FY2018 to FY2019?")
+    assert out["route"] == "bi", out
+    assert "(58.3 + 65.0) / 2 = 61.7%" in head(out) or "(65.0 + 58.3) / 2 = 61.7%" in head(out), head(out)

@@ -247,7 +247,7 @@ def metric_for(question: str) -> Optional[Metric]:
         return Metric(f"{item} CAGR", [Term(item)], "amount", False)
     entry = _library_entry(question)
     if entry is None:
-        return None
+        return item_ratio(question)
     name, formulas, unit = entry.name, entry.formulas, entry.unit
     if unit == "ratio" and re.search(r"%|\bpercent", question, re.I):  # "ROA (as a %)": the ratio in percent
         unit = "percent"
@@ -321,3 +321,23 @@ def metric_named(name: str) -> Metric:
     entry = next(e for e in LIBRARY if e.name == name)
     trees = with_parts([_expand(parse(f, _REFS), {}) for f in entry.formulas])
     return Metric(entry.name, trees, entry.unit, False, entry.better, entry.range)
+
+
+_AS_SHARE = re.compile(r"(?P<a>[a-z][\w&,' -]*?)\s+(?:as an?|to)\s+(?:%|percent(?:age)?|share|proportion)\s+of\s+"
+                       r"(?:the\s+)?(?:total\s+)?(?P<b>[a-z][\w&' -]*?)(?=\s+(?:from|for|in|between|over|during|at)\b|"
+                       r"[?.,;]|$)", re.I)
+
+
+def item_ratio(question: str) -> Optional[Metric]:
+    """"Cost of goods sold as a % of revenue": one standard line item over another, in percent, where both are
+    line items of the catalogue (no metric entry needed)."""
+    m = _AS_SHARE.search(question)
+    if not m:
+        return None
+    words = m["a"].split()
+    for i in range(len(words)):  # "three year average of cost of goods sold": the longest tail that is an item
+        a = " ".join(words[i:])
+        if concept_of(a) and concept_of(m["b"]):
+            tree = Bin("*", Bin("/", Term(a), Term(m["b"].strip())), Num(100.0))
+            return Metric(f"{concept_of(a)} as a % of {concept_of(m['b'])}", with_parts([tree]), "percent", False)
+    return None

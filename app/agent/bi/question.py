@@ -48,11 +48,11 @@ def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
     kinds = [v for k in w["which_kinds"] for v in (k, k + "s")]  # "segments" (not "countries", "businesses")
     return SimpleNamespace(
         average=rx(w["average"]), percent=rx(w["percent"]), weighted=rx(w["line_item_names"]),
-        pct_change=re.compile(rf"\b{percent}\s*(?:of\s+)?{p(w['percent_change_words'] + w['percent_difference_words'])}"
+        pct_change=re.compile(rf"{percent}\s*(?:of\s+)?{p(w['percent_change_words'] + w['percent_difference_words'])}"
                               rf"|{changes}\s+(?:in\s+)?{p(w['percent'], plural=True)}"
                               rf"|{p(w['percent_change'] + w['growth'])}", re.I),
-        ratio=re.compile(rf"{p(w['ratio'])}|\b{fraction}\s+of\b|\bas an? {parts}\b|{p(w['ratio_phrases'])}", re.I),
-        reversed_ratio=re.compile(rf"\b{fraction}\s+of\s+(?:the\s+)?[\w\s,&'’()-]+?{p(w['reversed_ratio_verbs'])}",
+        ratio=re.compile(rf"{p(w['ratio'])}|{fraction}\s+of\b|\bas an? {parts}|{p(w['ratio_phrases'])}", re.I),
+        reversed_ratio=re.compile(rf"{fraction}\s+of\s+(?:the\s+)?[\w\s,&'’()-]+?{p(w['reversed_ratio_verbs'])}",
                                   re.I),
         diff=rx(w["change"] + w["comparison"]),
         sum=rx(w["sum"] + w["total"]), added=rx(w["added_items"]),
@@ -68,7 +68,7 @@ def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
                "change": rx(w["change"] + w["growth"]),
                "percent": rx(w["percent"]),
                # bare "ratio" names a line item ("net debt to EBITDA ratio")
-               "ratio": re.compile(rf"\b{parts}\s+of\b|\bas an? {parts}\b|{p(w['ratio_phrases'])}", re.I),
+               "ratio": re.compile(rf"{parts}\s+of\b|\bas an? {parts}|{p(w['ratio_phrases'])}", re.I),
                "sum": rx(w["sum"]),  # "in total": a total row
                "list": rx(w["list"]),
                "extreme": rx(w["extreme"])})
