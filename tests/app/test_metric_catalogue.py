@@ -83,3 +83,23 @@ def test_an_invalid_judgement_is_a_clear_error(tmp_path, judgement):
     path.write_text("metrics:\n  - {name: x, names: [x], formulas: [revenue], unit: percent}\njudgements:\n"
                     "  - {asked: [capital intensive], metric: x, at_least: 10, basis: b}\n")
     assert bi_metrics._load(path)[4][0].at_least == 10.0  # a judgement added as data
+
+
+def test_metrics_read_from_the_question_s_own_shape():
+    """No catalogue entry names them, yet the catalogue's parts do: a formula over a metric and line items asked as
+    the object ("EBITDA less capex"), a line item's margin ("D&A % margin": over revenue), one item as a % of
+    another; and a ratio added as an entry (retention ratio)."""
+    from app.agent.bi.formula import show
+
+    def read(q):
+        m = bi_metrics.metric_for(q)
+        return (m.name, show(m.formulas[0])) if m else None
+
+    assert read("What is the FY2022 unadjusted EBITDA less capex for Initech?") == \
+        ("EBITDA less capex", "operating income + depreciation and amortization − capex")
+    assert read("What is the FY2015 depreciation and amortization (D&A from cash flow statement) % margin for Initech?") \
+        == ("depreciation and amortization as a % of revenue", "depreciation and amortization / revenue × 100")
+    assert read("What was R&D as a percentage of revenue in 2019?") is None  # R&D: no line item of the catalogue
+    assert read("What is the FY2022 retention ratio for Initech?") == \
+        ("retention ratio", "(net income − cash dividends paid) / net income")
+    assert read("What was the change in revenue from 2018 to 2019?") is None

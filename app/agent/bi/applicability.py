@@ -69,8 +69,9 @@ class Unreported(LeafProgram):
         where = sorted({STATEMENT_NAMES.get(CONCEPTS[c][1], "statements") for c in
                         (concept_of(i) for i in self.items) if c})
         rows = " or ".join(self.items)
+        verb = "prints" if len(where) == 1 else "print"
         return (f"{self.metric.name[0].upper()}{self.metric.name[1:]} is not a useful metric for this company: its "
-                f"{' and '.join(where) or 'statements'} print no {rows} line, which the {self.metric.name} is "
+                f"{' and '.join(where) or 'statements'} {verb} no {rows} line, which the {self.metric.name} is "
                 f"computed from, so its performance is not reported or measured through {self.metric.name}.")
 
 
@@ -96,5 +97,5 @@ def plan_unreported(conditional: str, metric: Optional[Metric], views_by_doc: di
     homes = {CONCEPTS[c][1] for c in (concept_of(i) for i in items) if c}
     views = [v for vs in views_by_doc.values() for v in vs if getattr(v.info, "statement", "") in homes]
     prog = Unreported(metric=metric, items=items, views=views[:1])
-    prog.doubts.append("that a line item is absent is read from the statement tables, not stated by the filing")
+    prog.doubts.append("the line items' absence is read from the statement tables (the filing is silent on the metric)")
     return prog

@@ -17,7 +17,8 @@ from typing import Optional
 
 import yaml
 
-from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse, terms
+from app.agent.bi.formula import Bin, FormulaError, Node, Num, Ref, Term, parse, refs, terms
+from app.agent.bi.periods import strip_periods
 from app.agent.vocabulary import phrase_pattern, phrase_regex, with_plurals, word_lists
 
 DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "metrics.yaml"
@@ -245,6 +246,9 @@ def metric_for(question: str) -> Optional[Metric]:
     item = cagr_item(question)
     if item:  # "the 2 year total revenue CAGR": a line item's growth, over the years the question names
         return Metric(f"{item} CAGR", [Term(item)], "amount", False)
+    combined = asked_formula(question)
+    if combined is not None:
+        return combined
     entry = _library_entry(question)
     if entry is None:
         return item_ratio(question)
@@ -328,16 +332,47 @@ _AS_SHARE = re.compile(r"(?P<a>[a-z][\w&,' -]*?)\s+(?:as an?|to)\s+(?:%|percent(
                        r"[?.,;]|$)", re.I)
 
 
+_ITEM_MARGIN = re.compile(r"(?P<a>[a-z][\w&,' -]*?)\s+(?:%\s+)?margin\b", re.I)
+
+
 def item_ratio(question: str) -> Optional[Metric]:
-    """"Cost of goods sold as a % of revenue": one standard line item over another, in percent, where both are
-    line items of the catalogue (no metric entry needed)."""
-    m = _AS_SHARE.search(question)
+    """"Cost of goods sold as a % of revenue", "D&A % margin": one standard line item over another (a margin: over
+    revenue), in percent, where both are line items of the catalogue (no metric entry needed)."""
+    plain = re.sub(r"\s*\([^()]*\)", "", question)  # "depreciation and amortization (D&A from cash flow) % margin"
+    m = _AS_SHARE.search(plain)
+    if not m:
+        mm = _ITEM_MARGIN.search(plain)
+        m = {"a": mm["a"], "b": "revenue"} if mm else None
     if not m:
         return None
     words = m["a"].split()
     for i in range(len(words)):  # "three year average of cost of goods sold": the longest tail that is an item
         a = " ".join(words[i:])
         if concept_of(a) and concept_of(m["b"]):
-            tree = Bin("*", Bin("/", Term(a), Term(m["b"].strip())), Num(100.0))
+            tree = Bin("*", Bin("/", Term(concept_of(a)), Term(concept_of(m["b"]))), Num(100.0))
             return Metric(f"{concept_of(a)} as a % of {concept_of(m['b'])}", with_parts([tree]), "percent", False)
     return None
+
+
+_ASKED_OBJECT = re.compile(r"^\s*(?i:what\s+(?:is|was|were|are)\s+(?:the\s+)?)(?P<obj>[^?]+?)(?:\s+(?:for|of|at)\s+[A-Z][^?]*)?\?")
+_ARITHMETIC = re.compile(r"\b(?:less|minus|plus|divided by|times)\b|\s[-+*/]\s", re.I)
+
+
+def asked_formula(question: str) -> Optional[Metric]:
+    """"What is the FY2022 EBITDA less capex?": the object asked is itself a formula over a metric of the catalogue
+    and line items (every operand known), computed as written."""
+    m = _ASKED_OBJECT.search(question)
+    if not m or not _ARITHMETIC.search(m["obj"]):
+        return None
+    text = re.sub(r"^(?:unadjusted|reported|gaap)\s+", "", strip_periods(m["obj"]).strip(), flags=re.I)
+    text = re.sub(r"(?:\s+(?:in|for|of|at|during|from|to|between|and|the))+\s*$", "", text, flags=re.I)
+    try:
+        tree = parse(text, _REFS)
+        if not isinstance(tree, Bin) or not refs(tree):
+            return None
+        tree = _expand(tree, {})
+    except FormulaError:
+        return None
+    if any(concept_of(t.name) is None for t in terms(tree)):
+        return None
+    return Metric(" ".join(text.split()), with_parts([tree]), "amount", False)
