@@ -233,6 +233,9 @@ def metric_for(question: str) -> Optional[Metric]:
         if trees:
             name, expr = defs[0]
             tree = _expand(trees[_key(name)], trees)
+            combined = asked_formula(question)  # "EBITDA less capex", EBITDA defined: the object asked, computed
+            if combined is not None:
+                return combined
             if not _is_plain_term(tree):
                 entry = _library_entry(name) or _library_entry(question.split(".")[0])
                 shown = entry.name if entry and _key(entry.name) == _key(name) or (entry and len(name) <= 6) else name
