@@ -377,3 +377,33 @@ def test_one_line_item_as_a_share_of_another_needs_no_catalogue_entry(env):
     out = ask(env, "What is Acme's two year average of cost of goods sold as a % of revenue from FY2018 to FY2019?")
     assert out["route"] == "bi", out
     assert "(58.3 + 65.0) / 2 = 61.7%" in head(out) or "(65.0 + 58.3) / 2 = 61.7%" in head(out), head(out)
+
+
+TELECOM = """<html><body><h1>Zeta Telecom annual report 2022</h1>
+<p>Consolidated statements of income (in millions)</p>
+<table>
+<tr><th></th><th>2022</th><th>2021</th></tr>
+<tr><td>Total operating revenues</td><td>136,835</td><td>133,613</td></tr>
+<tr><td>Operating income</td><td>30,467</td><td>32,448</td></tr>
+<tr><td>Net income</td><td>21,748</td><td>22,618</td></tr>
+</table>
+<p>Consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>2022</th><th>2021</th></tr>
+<tr><td>Total assets</td><td>379,680</td><td>366,596</td></tr>
+</table>
+<p>Adjustments to reconcile net income to net cash provided by operating activities (in millions)</p>
+<table>
+<tr><th></th><th>2022</th><th>2021</th></tr>
+<tr><td>Depreciation and amortization expense</td><td>17,099</td><td>16,206</td></tr>
+<tr><td>Capital expenditures (including capitalized software)</td><td>(23,087)</td><td>(20,286)</td></tr>
+</table></body></html>"""
+
+
+def test_an_operand_read_from_a_statement_page_not_recognised_as_one(tmp_path_factory):
+    """The cash-flow statement's page is titled by its first caption ("Adjustments to reconcile ..."), so it is not
+    recognised as a statement: its "Capital expenditures (including capitalized software)" is still the item."""
+    for env in bi_env(tmp_path_factory, "bi-telecom", "ZETA_2022_10K.html", TELECOM, 3):
+        out = ask_bi(env, "bi-telecom", "Is Zeta a capital intensive business based on FY 2022 data?")
+        assert head(out).startswith("Yes, the capital expenditure as a % of revenue was 16.87% in FY2022"), head(out)
+        assert "total assets / revenue = 379,680 / 136,835 = 2.77" in head(out), head(out)

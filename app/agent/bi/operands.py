@@ -113,13 +113,16 @@ def row_choices(views: list[TableView], item: str, statements: list[str],
         out = _row_choices(statement_views, item, statements, encode)
         if any(c.grounded for c in out):
             return out
-        rest = _row_choices([v for v in views if not getattr(v.info, "statement", "")], item, statements, encode)
+        rest = _row_choices([v for v in views if not getattr(v.info, "statement", "")], item, statements, encode,
+                            unread=True)
         return [c for c in rest if c.grounded] + out
     return _row_choices(views, item, statements, encode)
 
 
 def _row_choices(views: list[TableView], item: str, statements: list[str],
-                 encode: Optional[Callable] = None) -> list[RowChoice]:
+                 encode: Optional[Callable] = None, unread: bool = False) -> list[RowChoice]:
+    """``unread``: tables no statement was recognised in, read as the item's own statement may be (a label that
+    begins with the item's name is the item)."""
     concept = concept_of(item)
     phrases = [item] + (CONCEPTS[concept][0] if concept else [])
     home = CONCEPTS[concept][1] if concept else ""
@@ -136,7 +139,8 @@ def _row_choices(views: list[TableView], item: str, statements: list[str],
                 # on the statement the item is read from, a label that begins with its name ("Depreciation and
                 # amortization of property, equipment and intangibles") is that item, qualified
                 lab, ph = _norm(m.row.label), _norm(phrase)
-                head = bool(home) and stmt == home and (lab.startswith(ph + " ") or lab.endswith(" " + ph))
+                head = bool(home) and (stmt == home or (unread and not stmt)) and (lab.startswith(ph + " ")
+                                                                                  or lab.endswith(" " + ph))
                 if concept and len(m.matched) < len(content_words(phrase) - TOTAL_WORDS):
                     continue  # "Total revenue" names only a part of "cost of revenue"
                 # a standard item is named by its labels' words (an embedding alone took "Total net sales" for
