@@ -201,7 +201,7 @@ def test_a_period_with_several_columns_the_question_does_not_tell_apart_is_not_s
 
 def test_a_column_the_question_names_is_read_and_an_unread_named_column_is_a_doubt(adoption):
     from app.agent.bi.grounding import column_doubts
-    from app.agent.bi.planner import build_program
+    from app.agent.bi.table_program import build_program
     from app.agent.bi.question import parse_question
 
     out = ask_bi(adoption, "bi-columns", "What was the deferred revenue as reported?")

@@ -223,7 +223,7 @@ def test_ranking_items_of_a_kind_the_table_does_not_name_is_in_doubt(env):
     """"Which segment ..." over a table whose title and headers say nothing of segments (an income statement's
     line items): the item found is stated, not supported; "which item" asks no kind."""
     from app.agent.bi.catalog import load_views
-    from app.agent.bi.planner import build_program
+    from app.agent.bi.table_program import build_program
     from app.agent.bi.question import parse_question
 
     kb, deps, docs = env

@@ -1,0 +1,213 @@
+"""One table's program for a parsed question: its rows matched, its period columns found, the cells each
+operation reads (lookup, change, average, sum, ratio, max / min, count), then the program's confidence and its
+grounding doubts. The planner (``bi.planner``) builds one for each candidate table and keeps the best.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Optional
+
+from app.agent.bi.count import count_program
+from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, expanded_words, latest_cols,
+                                 match_cols, match_rows, period_order)
+from app.agent.bi.grounding import GENERIC, grounding_doubts
+from app.agent.bi.program import Operand, Program
+from app.agent.bi.question import ParsedQuestion, entity_text
+from app.agent.bi.table import Col, Row, TableView
+from app.agent.text import content_words
+
+ROW_FLOOR = 0.45  # a row named by the question at least this well
+
+
+def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float = 0.0) -> Optional[Program]:
+    """``boost``: added to every row match of a table of the statement the question names as its source, where
+    a label naming more than the question ("Merchandise inventories" for "inventories") is still the row meant."""
+    matches = match_rows(view, pq, encode)
+    if boost:
+        matches = [replace(m, score=m.score + boost) if m.matched else m for m in matches]
+    if not matches:
+        return None
+    cols_named: list[Col] = []
+    for p in pq.periods:
+        c = col_for_period(view, p, pq)
+        if c is None:
+            if view.period_cols:
+                return None  # the table does not have the period asked for
+            continue
+        if c not in cols_named:
+            cols_named.append(c)
+    maker = {"lookup": _lookup, "difference": _change, "pct_change": _change, "average": _average,
+             "sum": _sum, "ratio": _ratio, "max": _extreme, "min": _extreme, "count": _count}[pq.op]
+    prog = maker(view, pq, matches, cols_named)
+    if prog is None or not prog.operands:
+        return None
+    if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
+        return None
+    prog.confidence = _confidence(view, pq, matches, prog)
+    prog.doubts = grounding_doubts(view, pq, matches, prog)
+    whole = {id(m.row) for m in matches if m.whole}
+    prog.whole = len({id(o.row) for o in prog.operands}) > 2 or all(id(o.row) in whole for o in prog.operands)
+    return prog
+
+
+def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], prog: Program) -> float:
+    used = {id(o.row) for o in prog.operands}
+    scores = [m.score for m in matches if id(m.row) in used]
+    row_score = min(scores) if scores else 0.0
+    if len(used) > 2 and (pq.breakdown or prog.op in ("max", "min", "count")):  # over all rows: the column decides
+        row_score = max(row_score, 0.7)
+    texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
+    explained = expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
+    want = content_words(entity_text(pq.phrase))
+    covered = len(want & explained) / max(1, len(want)) if want else 0.5
+    return 0.6 * min(1.0, row_score) + 0.4 * covered
+
+
+def _ops(rows: list[Row], cols: list[Col]) -> list[Operand]:
+    return [Operand(r, c, r.cells[c.key]) for r in rows for c in cols if c.key in r.cells]
+
+
+def _default_cols(view: TableView, pq: ParsedQuestion, n: Optional[int]) -> list[Col]:
+    whole = [c for s, c in match_cols(view, pq) if s >= 1.0 and c.period is None and content_words(c.title) - GENERIC]
+    if whole and not pq.periods and pq.op in ("lookup", "difference"):  # "as reported", no period asked (in a
+        # ratio or a change a named column may be one side of it: "of more than 5 years in the total")
+        return whole[: n or 99]
+    if view.period_cols:
+        return latest_cols(view, pq, n or 99)
+    named = [c for s, c in match_cols(view, pq) if s >= 0.5]
+    if named:
+        return named[: n or 99]
+    return view.cols[: n or 99]
+
+
+def _lookup(view, pq, matches, cols_named):
+    if pq.breakdown and view.period_cols and re.search(r"\b(each|by|per|every) (year|period|quarter)", pq.text, re.I):
+        top = distinct_rows(matches, 1, ROW_FLOOR)
+        return Program("lookup", view, _ops([top[0].row], view.period_cols)) if top else None
+    if pq.breakdown:
+        rows = [r for r in view.rows if not r.is_total] or view.rows
+        cols = cols_named or [best_col(view.period_cols or view.cols, pq)]
+        return Program("lookup", view, _ops(rows, cols))
+    top = distinct_rows(matches, 2 if " and " in pq.phrase else 1, ROW_FLOOR)
+    if not top:
+        return None
+    cols = cols_named or _default_cols(view, pq, None)
+    return Program("lookup", view, _ops([m.row for m in sorted(top, key=lambda m: m.pos)], cols))
+
+
+def _count(view, pq, matches, cols_named):
+    return count_program(view, pq, matches, cols_named, ROW_FLOOR)
+
+
+def _previous(view: TableView, col: Col, pq: ParsedQuestion) -> Optional[Col]:
+    older = [c for c in view.period_cols if (c.period.year, c.period.quarter or 0) < (col.period.year,
+                                                                                    col.period.quarter or 0)
+             and bool(c.period.quarter) == bool(col.period.quarter)]
+    if not older:
+        return None
+    newest = max((c.period.year, c.period.quarter or 0) for c in older)
+    return best_col([c for c in older if (c.period.year, c.period.quarter or 0) == newest], pq)
+
+
+def _two_rows(matches, pq) -> list[RowMatch]:
+    two = distinct_rows(matches, 2, ROW_FLOOR)
+    return sorted(two, key=lambda m: m.pos) if len(two) == 2 else []
+
+
+def _change(view, pq, matches, cols_named):
+    op = pq.op
+    if len(cols_named) >= 2 and view.period_cols:
+        new, old = period_order(cols_named)[:2]
+        return Program(op, view, _ops([matches[0].row], [new, old]))
+    two = _two_rows(matches, pq)
+    if two and (len(cols_named) <= 1):
+        col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+        return Program(op, view, [Operand(m.row, col, m.row.cells[col.key]) for m in two if col.key in m.row.cells])
+    named = [c for s, c in match_cols(view, pq) if s >= 0.5 and c.period is None]
+    if len(named) >= 2:
+        return Program(op, view, _ops([matches[0].row], named[:2]))
+    if cols_named and view.period_cols:
+        prev = _previous(view, cols_named[0], pq)
+        if prev is None:
+            return None
+        return Program(op, view, _ops([matches[0].row], [cols_named[0], prev]))
+    cols = latest_cols(view, pq, 2) if view.period_cols else []
+    if len(cols) < 2:
+        return None
+    return Program(op, view, _ops([matches[0].row], cols))
+
+
+def _span(view: TableView, cols_named: list[Col], pq) -> list[Col]:
+    """Every period column from the first to the last named (one per period)."""
+    years = [c.period.year for c in cols_named]
+    inside = [c for c in latest_cols(view, pq, 99) if min(years) <= c.period.year <= max(years)]
+    return inside if len(inside) >= len(cols_named) else cols_named
+
+
+def _average(view, pq, matches, cols_named):
+    row = matches[0].row
+    if len(cols_named) >= 2 and pq.span:
+        cols = _span(view, cols_named, pq)
+    elif len(cols_named) >= 2:
+        cols = cols_named
+    elif len(cols_named) == 1 and view.period_cols:  # "the 2019 average X": 2019 and the year before
+        prev = _previous(view, cols_named[0], pq)
+        cols = [cols_named[0]] + ([prev] if prev else [])
+    elif view.period_cols:
+        cols = latest_cols(view, pq, 99)
+    else:
+        two = _two_rows(matches, pq)
+        col = _default_cols(view, pq, 1)[0]
+        if two:
+            return Program("average", view, [Operand(m.row, col, m.row.cells[col.key]) for m in two
+                                              if col.key in m.row.cells])
+        cols = [c for c in view.cols if row.cells.get(c.key) and row.cells[c.key].value is not None]
+    cols = [c for c in cols if c.key in row.cells and row.cells[c.key].value is not None]
+    if len(cols) < 2:
+        return None
+    return Program("average", view, _ops([row], cols))
+
+
+def _sum(view, pq, matches, cols_named):
+    if len(cols_named) >= 2:
+        return Program("sum", view, _ops([matches[0].row], _span(view, cols_named, pq) if pq.span else cols_named))
+    two = _two_rows(matches, pq)
+    if not two:
+        return None
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    return Program("sum", view, [Operand(m.row, col, m.row.cells[col.key]) for m in two if col.key in m.row.cells])
+
+
+def _ratio(view, pq, matches, cols_named):
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    two = _two_rows(matches, pq)
+    if two:
+        a, b = two
+        if pq.reversed_ratio:
+            a, b = b, a
+        # "the share of the total that is X": a row named a total divides (a subtotal such as net sales,
+        # marked total by the table reader, is not taken for one)
+        if a.row.is_total and not b.row.is_total and "total" in a.row.label.lower() and pq.wants_total:
+            a, b = b, a
+        rows = [a.row, b.row]
+    else:
+        if not matches or matches[0].score < ROW_FLOOR:
+            return None
+        totals = [r for r in view.rows if r.is_total and r is not matches[0].row]
+        if not totals or not pq.wants_total:
+            return None
+        rows = [matches[0].row, totals[-1]]
+    ops = [Operand(r, col, r.cells[col.key]) for r in rows if col.key in r.cells]
+    return Program("ratio", view, ops, percent=pq.percent) if len(ops) == 2 else None
+
+
+def _extreme(view, pq, matches, cols_named):
+    if view.period_cols and (pq.which and any(w in pq.text.lower() for w in ("year", "period", "quarter"))):
+        if not matches or matches[0].score < ROW_FLOOR:
+            return None
+        cols = cols_named or latest_cols(view, pq, 99)
+        return Program(pq.op, view, _ops([matches[0].row], cols))
+    rows = [r for r in view.rows if not r.is_total]
+    col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    return Program(pq.op, view, _ops(rows, [col]))
