@@ -27,9 +27,10 @@ from ingest.facts.profile import name_words
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
 POSSESSIVE = re.compile(rf"(?<![\w'’])((?:{NAME}\s+){{0,3}}{NAME})['’]s?(?=\s|$|[,;:?.)])")
-PREPOSITIONAL = re.compile(rf"\b(?i:for|of|did|does|do|at|to|by|from)\s+({NAME}(?:\s+{NAME}){{0,3}})")
 # the words read in a name are data (app/data/vocabulary.yaml `company_mentions`)
-_WORDS = word_lists("company_mentions", ("generic", "terms", "question_words", "legal"))
+_WORDS = word_lists("company_mentions", ("generic", "terms", "question_words", "legal", "prepositions"))
+_PREPOSITIONS = "|".join(re.escape(w) for w in _WORDS["prepositions"])  # "for Microsoft", "did Costco have"
+PREPOSITIONAL = re.compile(rf"\b(?i:{_PREPOSITIONS})\s+({NAME}(?:\s+{NAME}){{0,3}})")
 GENERIC = {w.lower() for w in _WORDS["generic"]}  # speak of a company without naming one ("the Company's", "Here's")
 TERMS = {w.lower() for w in _WORDS["terms"]}  # financial terms and units written in capitals: never a company
 DIGITS = re.compile(r"\d")
@@ -99,7 +100,7 @@ def without_companies(question: str, names: list[str]) -> str:
         if m.possessive:
             out = re.sub(rf"{re.escape(m.text)}['’]s?(?=\W|$)", " ", out)
         else:
-            out = re.sub(rf"\b(?i:for|of|did|does|do|at|to|by|from)\s+{re.escape(m.text)}\b", " ", out)
+            out = re.sub(rf"\b(?i:{_PREPOSITIONS})\s+{re.escape(m.text)}\b", " ", out)
     return " ".join(out.split())
 
 
