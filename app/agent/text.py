@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import re
 
+from app.agent.vocabulary import word_lists
+
 STOPWORDS = set("""a an and are as at be been by can could did do does for from had has have how i if in into is it
 its may might more most much of on or our shall should so such than that the their them then there these they
 this those to under upon was we were what when where which who whom whose why will with would you your about any
 all each per between during please tell me give show list many does did over does there here also""".split())
-GENERIC = {"agreem", "docume", "contra", "party", "partie", "clause", "section", "compan", "sample", "usd",
-           "thousa", "provid", "need", "say", "state"}
+# stems of words every document has (app/data/vocabulary.yaml `generic_words`)
+GENERIC = set(word_lists("generic_words", ("document_stems",))["document_stems"])
 WORD = re.compile(r"[a-z0-9]+")
 SENTENCE = re.compile(r"(?:[^.;]|[.;](?=\d))+(?:[.;]|$)")
 

@@ -20,7 +20,7 @@ import re
 from app.agent.bi.ground import expanded_words
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
-from app.agent.vocabulary import row_kinds
+from app.agent.vocabulary import row_kinds, word_lists
 
 ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
 ROW_DENSE = 0.75  # or an embedding this close, sharing a word
@@ -28,7 +28,8 @@ COVER = 0.6  # share of the question's item words the rows, columns and title us
 ALL_PERIOD_OPS = ("average", "max", "min", "count")  # over every period when none is named
 
 
-GENERIC = content_words("total amount number value sum balance")  # say how much, not which item
+# say how much, not which item (app/data/vocabulary.yaml `generic_words`)
+GENERIC = content_words(" ".join(word_lists("generic_words", ("amounts",))["amounts"]))
 
 
 def _sole_head(m, matches: list) -> bool:
