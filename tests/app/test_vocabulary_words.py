@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from app.agent import company_scope, vocabulary
-from app.agent.bi import metrics, question
+from app.agent.bi import choice, metrics, question
 from app.agent.vocabulary import phrase_regex, word_lists
 
 
@@ -34,6 +34,10 @@ def test_the_shipped_words_are_read():
     assert metrics.cagr_item("What is the compounded annual growth rate of net sales from 2017 to 2019?") == "net sales"
     assert {"company's", "l.p", "on"} <= company_scope.GENERIC | company_scope.TERMS  # read as words, quoted "on"
     assert company_scope.QUESTION_WORDS[0] == "what"
+    items, op, _ = choice.choice_items("Among cost of sales, SG&A and R&D, which was the top expense in 2019?")
+    assert items == ["cost of sales", "SG&A", "R&D"] and op == "max"  # choice_most
+    assert choice.choice_items("Which of Europe and Asia had the fewest stores in 2019?")[1] == "min"  # choice_least
+    assert choice.choice_items("Among Europe and Asia, which region is the capital?") is None  # no superlative
 
 
 def test_operation_words_are_joined_by_spaces_only():

@@ -16,14 +16,22 @@ from app.agent.bi.periods import Period, strip_periods
 from app.agent.bi.program import fmt
 from app.agent.bi.table import TableView
 from app.agent.bi.units import restated
+from app.agent.vocabulary import word_lists
+
+
+def _alt(words: list[str]) -> str:
+    return "|".join(re.escape(w) for w in words)
+
 
 _LIST = re.compile(r"^\s*(?:among|of|between|out of)\s+(?:the\s+)?(?P<items>[^?]+?),\s*(?P<rest>(?:which|what)\b.*)$"
                    r"|\bwhich (?:one )?of (?:the )?(?P<items2>[^?]+?)\s+(?P<rest2>(?:had|has|have|was|were|is|are|"
                    r"brought|generated|showed|saw|reported|contributed|made|produced|used)\b.*)$", re.I)
-_MOST = re.compile(r"\b(most|highest|largest|greatest|biggest|best|maximum|max|top)\b", re.I)
-_LEAST = re.compile(r"\b(least|lowest|smallest|fewest|worst|minimum|min)\b", re.I)
+# the superlatives are data (app/data/vocabulary.yaml `metric_words`: choice_most, choice_least, choice_measure)
+_W = word_lists("metric_words", ("choice_most", "choice_least", "choice_measure"))
+_MOST = re.compile(rf"\b({_alt(_W['choice_most'])})\b", re.I)
+_LEAST = re.compile(rf"\b({_alt(_W['choice_least'])})\b", re.I)
 # what is compared: the words after the superlative ("the most (or lost the least) cash flow for ...": cash flow)
-_MEASURE = re.compile(r"\b(?:most|highest|largest|greatest|biggest|least|lowest|smallest|fewest)\s+([a-z][a-z &-]{0,40}?)"
+_MEASURE = re.compile(rf"\b(?:{_alt(_W['choice_measure'])})\s+([a-z][a-z &-]{{0,40}}?)"
                       r"(?=\s+(?:for|in|during|of|at|among|between|from|on)\b|\s*[?.,]|\s*$)", re.I)
 _SHOWN = {"cash from operations": "operating activities", "cash from investing": "investing activities",
           "cash from financing": "financing activities"}
