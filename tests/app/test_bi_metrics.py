@@ -136,6 +136,14 @@ def test_a_yes_no_question_about_a_change_is_answered_yes_or_no_first(env):
     assert head(out).startswith("Yes, there was an increase of 300 (14.3%)"), head(out)
 
 
+def test_a_yes_no_question_answered_by_one_figure(env):
+    out = ask(env, "Has Acme paid dividends in FY2019?")  # a figure there and not zero: yes, and the figure
+    assert out["route"] == "bi" and head(out).startswith("Yes: Dividends paid, 2019: 42"), head(out)
+    from app.agent.bi.format import _holds
+    assert _holds("Does Acme have negative working capital in FY2019?", 360.0) == "No: "
+    assert _holds("Is Acme's revenue above 1,000 in FY2019?", 1200.0) == ""  # a figure of its own to compare with
+
+
 
 def test_which_way_a_metric_moved_is_answered_by_its_catalogue_sense(env):
     # gross margin 35.0% (FY2018) -> 41.7% (FY2019): higher is better for a margin (app/data/metrics.yaml)

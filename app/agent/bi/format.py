@@ -2,13 +2,14 @@
 table and the SQL. The computed value is the number right after the last "=" of the text."""
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from app.agent.bi.metrics import outflow_item
-from app.agent.bi.periods import column_period
+from app.agent.bi.periods import column_period, strip_periods
 from app.agent.bi.program import Operand, Program, fmt
 from app.agent.bi.units import restated
-from app.agent.vocabulary import asked_direction, asks_yes_no
+from app.agent.vocabulary import asked_direction, asked_sign, asks_yes_no
 
 TITLES = {"difference": "Change", "pct_change": "Percentage change", "average": "Average", "sum": "Total",
           "ratio": "Ratio", "count": "Count"}
@@ -122,8 +123,12 @@ def yes_no(question: str, prog: Program, value: Optional[float]) -> str:
     """"Was there any drop in cash between FY2023 and Q2 of FY2024?" answered first with yes / no and the size of
     the change ("Yes, a decline of 781 (41.7%) from FY 2023 to Q2 2024. "); "" for other questions. The yes/no
     opening and the way asked are the vocabulary's (``asks_yes_no``, ``asked_direction``); a table row has no sense
-    of better or worse, so "improved" asks whether it went up and "deteriorated" is not answered here."""
+    of better or worse, so "improved" asks whether it went up and "deteriorated" is not answered here. A yes/no
+    question a looked-up figure answers ("Has it paid dividends in FY2022?") opens with yes / no (``_holds``)."""
     way = asked_direction(question or "") if asks_yes_no(question or "") else None
+    if way is None and asks_yes_no(question or "") and prog.op == "lookup" and len(prog.operands) == 1:
+        cell = prog.operands[0].cell.value
+        return _holds(question, cell) if isinstance(cell, (int, float)) else ""
     if way in (None, "worse") or prog.op not in ("difference", "pct_change") or not prog.single_row or value is None:
         return ""
     new, old = prog.operands[0].cell.value, prog.operands[1].cell.value
@@ -136,3 +141,14 @@ def yes_no(question: str, prog: Program, value: Optional[float]) -> str:
     size = f" of {fmt(abs(change))}{pct}" if change else ""
     return (f"{'Yes' if moved else 'No'}, there was {word}{size} between {col_name(prog.operands[1])} and "
             f"{col_name(prog.operands[0])}. ")
+
+
+def _holds(question: str, value: float) -> str:
+    """A yes/no question answered by one figure: "Does it have positive working capital?" by its sign, "Has it
+    paid dividends in FY2022?" by the figure being there and not zero; "" where the question states a figure of
+    its own to compare with ("Is revenue above 10 billion?"), which one looked-up figure does not answer."""
+    sign = asked_sign(question)
+    if sign is None and re.search(r"\d", strip_periods(question.split("?")[0])):
+        return ""
+    held = value > 0 if sign == "positive" else (value < 0 if sign == "negative" else value != 0)
+    return f"{'Yes' if held else 'No'}: "
