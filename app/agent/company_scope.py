@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.agent.filing_scope import ask_of, narrow
-from app.agent.vocabulary import auxiliaries, word_lists
+from app.agent.vocabulary import auxiliaries, phrase_pattern, word_lists
 from ingest.facts.profile import name_words
 
 NAME = r"(?:[A-Z0-9][\w.&-]*|&)"
 POSSESSIVE = re.compile(rf"(?<![\w'’])((?:{NAME}\s+){{0,3}}{NAME})['’]s?(?=\s|$|[,;:?.)])")
 # the words read in a name are data (app/data/vocabulary.yaml `company_mentions`)
 _WORDS = word_lists("company_mentions", ("generic", "terms", "question_words", "legal", "prepositions"))
-_PREPOSITIONS = "|".join(re.escape(w) for w in _WORDS["prepositions"])  # "for Microsoft", "did Costco have"
-PREPOSITIONAL = re.compile(rf"\b(?i:{_PREPOSITIONS})\s+({NAME}(?:\s+{NAME}){{0,3}})")
+_PREPOSITIONS = phrase_pattern(_WORDS["prepositions"], hyphens=False)  # "for Microsoft", "did Costco have"
+PREPOSITIONAL = re.compile(rf"(?i:{_PREPOSITIONS})\s+({NAME}(?:\s+{NAME}){{0,3}})")
 GENERIC = {w.lower() for w in _WORDS["generic"]}  # speak of a company without naming one ("the Company's", "Here's")
 TERMS = {w.lower() for w in _WORDS["terms"]}  # financial terms and units written in capitals: never a company
 DIGITS = re.compile(r"\d")
@@ -100,7 +100,7 @@ def without_companies(question: str, names: list[str]) -> str:
         if m.possessive:
             out = re.sub(rf"{re.escape(m.text)}['’]s?(?=\W|$)", " ", out)
         else:
-            out = re.sub(rf"\b(?i:{_PREPOSITIONS})\s+{re.escape(m.text)}\b", " ", out)
+            out = re.sub(rf"(?i:{_PREPOSITIONS})\s+{re.escape(m.text)}\b", " ", out)
     return " ".join(out.split())
 
 

@@ -16,22 +16,17 @@ from app.agent.bi.periods import Period, strip_periods
 from app.agent.bi.program import fmt
 from app.agent.bi.table import TableView
 from app.agent.bi.units import restated
-from app.agent.vocabulary import word_lists
-
-
-def _alt(words: list[str]) -> str:
-    return "|".join(re.escape(w) for w in words)
-
+from app.agent.vocabulary import phrase_pattern, word_lists
 
 _LIST = re.compile(r"^\s*(?:among|of|between|out of)\s+(?:the\s+)?(?P<items>[^?]+?),\s*(?P<rest>(?:which|what)\b.*)$"
                    r"|\bwhich (?:one )?of (?:the )?(?P<items2>[^?]+?)\s+(?P<rest2>(?:had|has|have|was|were|is|are|"
                    r"brought|generated|showed|saw|reported|contributed|made|produced|used)\b.*)$", re.I)
 # the superlatives are data (app/data/vocabulary.yaml `metric_words`: choice_most, choice_least, choice_measure)
 _W = word_lists("metric_words", ("choice_most", "choice_least", "choice_measure"))
-_MOST = re.compile(rf"\b({_alt(_W['choice_most'])})\b", re.I)
-_LEAST = re.compile(rf"\b({_alt(_W['choice_least'])})\b", re.I)
+_MOST = re.compile(phrase_pattern(_W["choice_most"], hyphens=False), re.I)
+_LEAST = re.compile(phrase_pattern(_W["choice_least"], hyphens=False), re.I)
 # what is compared: the words after the superlative ("the most (or lost the least) cash flow for ...": cash flow)
-_MEASURE = re.compile(rf"\b(?:{_alt(_W['choice_measure'])})\s+([a-z][a-z &-]{{0,40}}?)"
+_MEASURE = re.compile(rf"{phrase_pattern(_W['choice_measure'], hyphens=False)}\s+([a-z][a-z &-]{{0,40}}?)"
                       r"(?=\s+(?:for|in|during|of|at|among|between|from|on)\b|\s*[?.,]|\s*$)", re.I)
 _SHOWN = {"cash from operations": "operating activities", "cash from investing": "investing activities",
           "cash from financing": "financing activities"}

@@ -125,8 +125,9 @@ def yes_no(question: str, prog: Program, value: Optional[float]) -> str:
     opening and the way asked are the vocabulary's (``asks_yes_no``, ``asked_direction``); a table row has no sense
     of better or worse, so "improved" asks whether it went up and "deteriorated" is not answered here. A yes/no
     question a looked-up figure answers ("Has it paid dividends in FY2022?") opens with yes / no (``_holds``)."""
-    way = asked_direction(question or "") if asks_yes_no(question or "") else None
-    if way is None and asks_yes_no(question or "") and prog.op == "lookup" and len(prog.operands) == 1:
+    asked = asks_yes_no(question or "")
+    way = asked_direction(question or "") if asked else None
+    if asked and way is None and prog.op == "lookup" and len(prog.operands) == 1:
         cell = prog.operands[0].cell.value
         return _holds(question, cell) if isinstance(cell, (int, float)) else ""
     if way in (None, "worse") or prog.op not in ("difference", "pct_change") or not prog.single_row or value is None:
