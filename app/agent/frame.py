@@ -10,17 +10,18 @@ keeps its summary).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from app.agent.text import content_words
+from app.agent.vocabulary import phrase_pattern, word_lists
 
 log = logging.getLogger(__name__)
 
 ANSWER_KINDS = ("clause", "figure", "comparison", "list", "yes_no", "summary", "text")
 FIGURE_ASKS = ("amount", "percent", "count")
-LONG_CUES = ("summar", "whole", "entire", "overall", "read the", "full text", "all of the", "dossier", "throughout")
 YES_NO_LEADS = ("is", "are", "does", "do", "can", "may", "shall", "will", "has", "have", "was", "were", "did",
                 "must", "could", "should", "would")
 
@@ -51,10 +52,25 @@ class QuestionFrame:
         return cls(**d) if d else None
 
 
+def _long_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    w = word_lists("long_reading", ("summary", "whole", "documents", "not_summarized", "parts"))  # vocabulary.yaml
+    whole = re.compile(rf"{phrase_pattern(w['whole'])}\s+(?:[\w'’-]+\s+){{0,2}}?"
+                       rf"{phrase_pattern(w['documents'], plural=True)}(?!\s+{phrase_pattern(w['parts'], plural=True)})",
+                       re.I)
+    # "what does the table summarize": the table's content is asked, not a summary
+    of_table = re.compile(rf"{phrase_pattern(w['not_summarized'])}\s+(?:\w+\s+)?$", re.I)
+    return re.compile(phrase_pattern(w["summary"]), re.I), whole, of_table
+
+
+_SUMMARY, _WHOLE, _OF_TABLE = _long_patterns()
+
+
 def wants_long(question: str) -> bool:
-    """A summary or a reading of whole documents ("summarize", "the whole agreement")."""
-    q = question.lower()
-    return any(c in q for c in LONG_CUES)
+    """A summary or a reading of whole documents ("summarize the memo", "the whole agreement"); not "overall
+    growth", "all of the derivative instruments" or what a table summarizes."""
+    if _WHOLE.search(question):
+        return True
+    return any(not _OF_TABLE.search(question[:m.start()]) for m in _SUMMARY.finditer(question))
 
 
 def _answer_kind(question: str, ask: str, clause_kind: str | None, long: bool, comparison: bool) -> str:
