@@ -12,24 +12,10 @@ from app.agent.bi.periods import Period
 from app.agent.bi.question import ParsedQuestion, entity_text
 from app.agent.bi.table import Col, Row, TableView
 from app.agent.text import WORD, content_words
+from app.agent.vocabulary import word_lists
 
-# groups of interchangeable names of line items
-SYNONYMS = [
-    ["revenue", "revenues", "net sales", "sales", "turnover", "net revenue", "net revenues"],
-    ["capital expenditure", "capital expenditures", "capex", "purchases of property plant and equipment",
-     "purchase of property and equipment", "additions to property and equipment",
-     "purchases of property and equipment"],
-    ["cost of goods sold", "cogs", "cost of sales", "cost of revenue", "cost of revenues"],
-    ["sg&a", "sga", "selling general and administrative"],
-    ["r&d", "research and development"],
-    ["profit", "income", "earnings"],
-    ["ebit", "operating income", "earnings before interest and taxes", "operating profit"],
-    ["pp&e", "property plant and equipment"],
-    ["d&a", "depreciation and amortization"],
-    ["eps", "earnings per share"],
-    ["opex", "operating expenses"],
-    ["headcount", "employees"],
-]
+# groups of interchangeable names of line items and item kinds (data: app/data/vocabulary.yaml `synonyms`)
+SYNONYMS = list(word_lists("synonyms").values())
 _SYN = [[(p, content_words(p)) for p in group] for group in SYNONYMS]
 
 
