@@ -29,7 +29,7 @@ _TEXT_SHAPES = (r"\bhow (?:does|do|did|is|are|was|were|will|would|can|should) (?
 _WORD_LISTS = ("average", "line_item_names", "percent", "percent_change_words", "percent_difference_words", "growth",
                "percent_change", "ratio", "fraction", "ratio_phrases", "reversed_ratio_verbs", "change", "comparison",
                "sum", "total", "added_items", "max", "min", "extreme", "list", "which_kinds", "breakdown",
-               "counted_amounts", "text_openers", "text_intent", "boilerplate")
+               "counted_amounts", "text_openers", "text_intent", "boilerplate", "superlatives")
 
 
 def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
@@ -58,7 +58,12 @@ def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
         sum=rx(w["sum"] + w["total"]), added=rx(w["added_items"]),
         max=rx(w["max"]), min=rx(w["min"]),
         # "which segment ... highest": the kind of item ranked (read by bi.grounding too)
-        which=re.compile(rf"^\s*(which|what|in which|for which|during which)\b[^?]*?{p(kinds)}", re.I),
+        # at the start, or after a lead-in clause ("Among the derivative instruments it uses, which one ...")
+        which=re.compile(rf"(?:^|[,;:])\s*(which|what|in which|for which|during which)\b[^?]*?{p(kinds)}", re.I),
+        # "What was the largest liability ...": a superlative before a noun asks which item of that kind is the
+        # extreme one (the rows of the statement's section of that name), not a figure looked up
+        extreme_of=re.compile(rf"^\s*what (?:is|was|are|were) (?:the |its |their )?(?P<word>{p(w['superlatives'])})\s+"
+                              rf"(?P<kind>[a-z][a-z-]+)\b", re.I),
         breakdown=rx(w["breakdown"]),
         counted_amount=re.compile(rf"\bhow many (?:\w+ )?{p(w['counted_amounts'])}", re.I),
         text_intent=re.compile(rf"^\s*{p(w['text_openers'])}|{p(w['text_intent'])}|{_TEXT_SHAPES}", re.I),
@@ -92,6 +97,8 @@ class ParsedQuestion:
     span: bool = False  # "from 2015 to 2019": every period in between (for average / sum)
     text_intent: bool = False  # asks why / how / what something means, or which years a table covers: text
     reversed_ratio: bool = False  # "what percentage of B is A": the first-named item divides
+    extreme_of: str = ""  # "what was the largest liability": the kind of row ranked ("liability"), when no op is
+    extreme_op: str = ""  # max | min: how the rows of that kind are ranked
 
 
 def parse_question(question: str) -> ParsedQuestion:
@@ -125,11 +132,22 @@ def parse_question(question: str) -> ParsedQuestion:
     # "Autodesk's goodwill": the possessive names the company (the scope's business), not a line item
     phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", without_condition(q) if counting else q))
     span = bool(_SPAN.search(q)) and op in ("average", "sum")
+    extreme = rx.extreme_of.search(body) if op == "lookup" else None
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
                           bool(re.search(r"\btotal\b", q, re.I)), bool(rx.breakdown.search(q)), which, phrase,
                           span, bool(rx.text_intent.search(q)) or (bool(_WHICH_YEARS.search(q))
                                                                    and op not in ("max", "min")),
-                          bool(rx.reversed_ratio.search(body)))
+                          bool(rx.reversed_ratio.search(body)), extreme.group("kind").lower() if extreme else "",
+                          ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "")
+
+
+PERIOD_KINDS = ("year", "years", "period", "periods", "quarter", "quarters", "month", "months")
+
+
+def ranks_periods(question: str) -> bool:
+    """"Which year had the highest ...": the periods are ranked (a table's columns), not its rows."""
+    m = WHICH.search(question)
+    return bool(m) and m.group(0).split()[-1].lower() in PERIOD_KINDS
 
 
 def entity_text(phrase: str) -> str:

@@ -13,9 +13,10 @@ from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_ro
                                  match_cols, match_rows, period_order)
 from app.agent.bi.grounding import GENERIC, grounding_doubts
 from app.agent.bi.program import Operand, Program
-from app.agent.bi.question import ParsedQuestion, entity_text
+from app.agent.bi.question import ParsedQuestion, entity_text, operations_asked, ranks_periods
 from app.agent.bi.table import Col, Row, TableView
 from app.agent.text import content_words
+from app.agent.vocabulary import asked_direction
 
 ROW_FLOOR = 0.45  # a row named by the question at least this well
 
@@ -37,18 +38,44 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float
             continue
         if c not in cols_named:
             cols_named.append(c)
+    if pq.extreme_of and (ranked := _section_rows(view, pq.extreme_of)):  # "the largest liability"
+        pq = replace(pq, op=pq.extreme_op)
+        col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+        prog = Program(pq.op, view, _ops(ranked, [col]))
+        return _finish(view, pq, matches, prog)
     maker = {"lookup": _lookup, "difference": _change, "pct_change": _change, "average": _average,
              "sum": _sum, "ratio": _ratio, "max": _extreme, "min": _extreme, "count": _count}[pq.op]
     prog = maker(view, pq, matches, cols_named)
     if prog is None or not prog.operands:
         return None
-    if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
+    return _finish(view, pq, matches, prog)
+
+
+def _finish(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], prog: Program) -> Optional[Program]:
+    """The program's confidence, grounding doubts and whether its rows are named whole."""
+    if not prog.operands or (any(o.cell.value is None for o in prog.operands)
+                             and prog.op not in ("lookup", "max", "min")):
         return None
     prog.confidence = _confidence(view, pq, matches, prog)
     prog.doubts = grounding_doubts(view, pq, matches, prog)
     whole = {id(m.row) for m in matches if m.whole}
     prog.whole = len({id(o.row) for o in prog.operands}) > 2 or all(id(o.row) in whole for o in prog.operands)
     return prog
+
+
+def _section_rows(view: TableView, kind: str) -> list[Row]:
+    """The rows (totals out) of the section a statement names by ``kind`` ("Liabilities" for "liability"); of
+    several, the one named most nearly by the kind alone ("Liabilities" before "Liabilities and equity")."""
+    want = content_words(kind)
+    if not want:
+        return []
+    sections: dict[str, list[Row]] = {}
+    for r in view.rows:
+        if r.section and want <= content_words(r.section) and not r.is_total:
+            sections.setdefault(r.section, []).append(r)
+    named = sorted((len(content_words(name)), i, rows) for i, (name, rows) in enumerate(sections.items())
+                   if len(rows) >= 2)
+    return named[0][2] if named else []
 
 
 def _confidence(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], prog: Program) -> float:
@@ -203,11 +230,30 @@ def _ratio(view, pq, matches, cols_named):
 
 
 def _extreme(view, pq, matches, cols_named):
-    if view.period_cols and (pq.which and any(w in pq.text.lower() for w in ("year", "period", "quarter"))):
+    if view.period_cols and ranks_periods(pq.text):
         if not matches or matches[0].score < ROW_FLOOR:
             return None
         cols = cols_named or latest_cols(view, pq, 99)
         return Program(pq.op, view, _ops([matches[0].row], cols))
     rows = [r for r in view.rows if not r.is_total]
     col = cols_named[0] if cols_named else _default_cols(view, pq, 1)[0]
+    if "change" in operations_asked(pq.text):  # "which region had the biggest drop": ranked by their change
+        change = _change_col(view, col)
+        if change is None:
+            return None
+        op = pq.op
+        if asked_direction(pq.text) == "down":  # the biggest drop is the lowest change
+            op = "min" if op == "max" else "max"
+        return Program(op, view, _ops(rows, [change]))
     return Program(pq.op, view, _ops(rows, [col]))
+
+
+def _change_col(view, col):
+    """The change column printed for ``col``'s period: the first column after it whose title says change or
+    growth and names no period of its own, read as the change to ``col``'s period."""
+    cols = view.cols
+    start = next((i for i, c in enumerate(cols) if c is col), 0)
+    for c in cols[start + 1:]:
+        if c.period is None and operations_asked(c.title) & {"change"}:
+            return replace(c, period=col.period)
+    return None
