@@ -13,8 +13,8 @@ SCALE_WORDS = {"thousand": "thousands", "thousands": "thousands", "million": "mi
                "000": "thousands", "mn": "millions", "bn": "billions", "mm": "millions"}
 SCALE = re.compile(
     r"(?:\bin\s+(?:u\.?s\.?\s+|usd\s+|us\$\s*|\$\s*|€\s*|eur\s+|£\s*)?|\(\s*(?:u\.?s\.?\s*|usd\s*|us\$\s*|\$\s*|€\s*|£\s*)?"
-    r"(?:dollars\s+|euros?\s+)?(?:in\s+)?|amounts?\s+in\s+|expressed\s+in\s+|\$\s*|usd\s+|€\s*|eur\s+)"
-    r"(thousands?|millions?|billions?|000['’]?s|000|mn|bn|mm)\b", re.I)
+    r"(?:dollars\s+|euros?\s+)?(?:in\s+)?|amounts?\s+in\s+|expressed\s+in\s+|\$\s*|usd\s+|€\s*|eur\s+|£\s*)"
+    r"['’]?(thousands?|millions?|billions?|000['’]?s|000|mn|bn|mm)\b", re.I)  # "$’000": thousands of dollars
 EXCEPT_PER_SHARE = re.compile(r"except\s+(?:for\s+)?(?:share\s+(?:and|&)\s+)?per[\s-]+share", re.I)
 EXCEPT_SHARES = re.compile(r"except\s+(?:for\s+)?(?:number\s+of\s+)?shares?\b(?!\s+data\b|\s+amounts?\b)|"
                            r"except\s+(?:for\s+)?share\s+(?:and|&)\s+per[\s-]+share|except\s+share\s+data", re.I)

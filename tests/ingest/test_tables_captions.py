@@ -242,3 +242,17 @@ def test_percent_rows_in_an_amount_column_and_percent_columns():
     meta = {m.label: m for m in t.row_meta}
     assert (meta["Effective tax rate"].unit, meta["Effective tax rate"].scale) == ("%", "")
     assert meta["Net earnings"].unit == "" and meta["Net earnings"].scale == "millions"
+
+
+def test_a_thousands_unit_printed_under_the_periods():
+    """'$’000' (and '£'000') under each period: the values are thousands, not dollars."""
+    rows = [
+        [None, "30 June 2019", "30 June 2018", "Change"],
+        [None, "$’000", "$’000", "%"],
+        ["Net profit/(loss) after tax", "(9,819)", "6,639", "(248%)"],
+        ["Underlying EBITDA", "85,123", "62,575", "36%"],
+    ]
+    t = build_typed_table(RawTable(1, "Financial results", rows, header_rows=2))
+    assert t.scale == "thousands", (t.scale, [c.label for c in t.columns])
+    from ingest.tables.rows import find_scale
+    assert find_scale("£'000") == find_scale("(’000)") == "thousands" and find_scale("$ 1,000") == ""
