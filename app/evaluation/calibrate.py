@@ -134,17 +134,32 @@ def simulate(questions: list[Question], model: Model) -> dict:
             "supported_precision": sup_right / sup if sup else None, "supported": sup}
 
 
+FIT = FEATURES.index("fit")
+
+
+def answer_set(q: Question, b: int) -> str:
+    """The set a question's answer is measured in: its result file, and whether the question is of a kind the
+    taxonomy knows (the candidate's ``fit`` > 0) or of none (answered from its own words: the kinds nobody
+    wrote, which acceptance asks too)."""
+    return f"{Path(q.source).name}:{'kind' if q.xs[b][FIT] > 0 else 'no kind'}"
+
+
 def pick_thresholds(questions: list[Question], model: Model, target: float, min_support: int = 5) -> None:
     """Each fitted kind's threshold: the lowest at which the answers of that kind reach ``target`` precision
-    (over the questions whose best candidate is of that kind); never (``NEVER``) where no threshold reaches it."""
-    best = [(q.routes[b], score, q.ys[b]) for q in questions if q.xs
+    in every set (``answer_set``) with ``min_support`` or more of them supported, and over all of them; never
+    (``NEVER``) where no threshold reaches it. One pooled precision would let many answers of known kinds carry
+    a set of questions of no known kind that is mostly wrong."""
+    best = [(q.routes[b], score, q.ys[b], answer_set(q, b)) for q in questions if q.xs
             for b, score in [_best(q, model)] if not q.gated[b]]
     for kind, (w, _t) in list(model.items()):
-        mine = [(s, y) for k, s, y in best if k == kind]
+        mine = [(s, y, g) for k, s, y, g in best if k == kind]
         chosen = NEVER
         for t in np.arange(0.30, 0.99, 0.01):
-            above = [y for s, y in mine if s >= t]
-            if len(above) >= min_support and sum(above) / len(above) >= target:
+            above = [(y, g) for s, y, g in mine if s >= t]
+            if len(above) < min_support or sum(y for y, _ in above) / len(above) < target:
+                continue
+            sets = {g: [y for y, g2 in above if g2 == g] for g in {g for _, g in above}}
+            if all(sum(ys) / len(ys) >= target for ys in sets.values() if len(ys) >= min_support):
                 chosen = round(float(t), 2)
                 break
         model[kind] = (w, chosen)
@@ -215,6 +230,10 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[
         for half, name in ((0, "fitted"), (1, "held_out")):
             qs = [q for q in questions if q.source == src and q.half == half]
             report[f"{Path(src).name}:{name}"] = simulate(qs, model)
+            for kind_set in ("kind", "no kind"):  # the questions of a known kind, and of none
+                sub = [q for q in qs if q.xs and answer_set(q, _best(q, model)[0]).endswith(":" + kind_set)]
+                if sub:
+                    report[f"{Path(src).name}:{name}:{kind_set}"] = simulate(sub, model)
     kinds = {k: kept.get(k) or {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t,
                                 "candidates": counts[k], "fitted_on": [Path(p).name for p in paths]}
              for k, (w, t) in sorted(model.items())}

@@ -203,3 +203,32 @@ def test_a_question_that_also_names_another_kind_needs_a_span_that_speaks_of_it(
                                     "at least sixty (60) days before the end of the term."), 0.5, 0.5, kind)
     assert not gates
     assert built_in().named_besides(built_in().get("governing law"), "What is the governing law?") == set()
+
+
+def test_the_threshold_holds_for_questions_of_no_known_kind_too():
+    """Many answers of known kinds, right at any score above the middle, would carry a pooled precision over a
+    smaller set of questions of no known kind that are right only at the top: the threshold must hold in both."""
+    from app.evaluation.calibrate import answer_set
+
+    rng = random.Random(5)
+    qs = []
+    for i in range(300):  # a known kind: right when similar
+        sim = rng.uniform(0.4, 1.0)
+        qs.append(Question("cuad.json", "c", 0, [_x(sim=sim, cov=sim, fit=1.0)], [sim > 0.45], [False], ["rag:clause"]))
+    for i in range(60):  # no kind: right only when very similar
+        sim = rng.uniform(0.4, 1.0)
+        qs.append(Question("cuad.json", "o", 0, [_x(sim=sim, cov=sim)], [sim > 0.85], [False], ["rag:clause"]))
+    model = {"rag:clause": (np.array([{"bias": -6.0, "sim": 10.0}.get(k, 0.0) for k in FEATURES]), PRIOR_THRESHOLD)}
+    pooled = {"rag:clause": model["rag:clause"]}
+    pick_thresholds(qs, model, target=0.9)
+    none = [q for q in qs if answer_set(q, 0).endswith(":no kind")]
+    assert len(none) == 60 and simulate(none, model)["supported_precision"] >= 0.9, simulate(none, model)
+    known = [q for q in qs if q not in none]
+    assert simulate(known, model)["supported"] >= 50  # still answering the known kinds
+    # pooled over both sets alone, the first threshold at 0.9 leaves the set of no kind under it
+    best = sorted(((1 / (1 + np.exp(-np.dot(q.xs[0], pooled["rag:clause"][0]))), q.ys[0]) for q in qs), reverse=True)
+    for t in np.arange(0.30, 0.99, 0.01):
+        above = [y for s, y in best if s >= t]
+        if sum(above) / len(above) >= 0.9:
+            break
+    assert t < model["rag:clause"][1]
