@@ -232,6 +232,7 @@ def _resolve(facts: dict, question: str, doc_ids: list[str] | None = None) -> Sc
     if best < math.log((n + 1) / (n / 2 + 0.5)) + 0.5:
         return Scope(list(doc_ids) if doc_ids else None, _strip_names(query, set()), naming, scores)
     chosen = [d for d, s in sorted(scores.items(), key=lambda x: -x[1]) if s >= 0.75 * best][:5]
+    chosen = _without_unnamed(chosen, profiles, set(name_tokens(naming, True)), df)
     # taken out of the query: the naming part's words, and words of the chosen documents' file names; not a
     # topic their opening pages happen to mention ("Kenvue", "Adjusted", "GAAP")
     files = set()
@@ -241,6 +242,19 @@ def _resolve(facts: dict, question: str, doc_ids: list[str] | None = None) -> Sc
     names = {t for t in tokens if any(t in profiles[d] for d in chosen) and t not in ASKING
              and (t in named or t in files) and not _period_or_term(t)}
     return Scope(chosen, _strip_names(query, names), naming, scores)
+
+
+RARE_NAME = 2  # a name word in at most this many documents names them, not a kind of document
+
+
+def _without_unnamed(chosen: list[str], profiles: dict, named: set[str], df: Counter) -> list[str]:
+    """The chosen documents without those that lack a rare name the naming part gives and the best one has
+    ("... between M. D. Anderson, Adaptimmune LLC and Adaptimmune Limited": not the other strategic alliance
+    agreement with M. D. Anderson that has no Adaptimmune)."""
+    if len(chosen) < 2:
+        return chosen
+    names = {t for t in named & profiles[chosen[0]] if df[t] <= RARE_NAME and not _period_or_term(t)}
+    return [d for d in chosen if names <= profiles[d]]
 
 
 def _period_or_term(token: str) -> bool:
