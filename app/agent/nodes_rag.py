@@ -35,7 +35,7 @@ from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
 from app.agent.text_terms import key_words
 from app.agent.verifier import can_support
-from app.agent.verify import DATE, JURISDICTION, verify, verify_generated
+from app.agent.verify import JURISDICTION, start_date, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
 ANSWER_PASSAGES = 5  # passages the extractive answer may quote from, best first
@@ -173,10 +173,10 @@ def lead_in(slot: str, quote: str) -> str:
         if m:
             place = re.sub(r"^laws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?", "", m.group(0)).strip()
             return f"Governing law: {place}."
-    if slot == "date":
-        m = DATE.search(quote)
-        if m:
-            return f"Date: {m.group(0).strip()}."
+    if slot == "date":  # when it was made or took effect, not a date it runs until
+        when = start_date(quote)
+        if when:
+            return f"Date: {when.strip()}."
     return ""
 
 

@@ -15,6 +15,7 @@ import re
 from app.agent.clause_types import BY_NAME, DEFINITION, ClauseType, flat
 from app.agent.text import content_words
 from app.agent.text_terms import key_words
+from app.agent.vocabulary import phrase_pattern, word_lists
 
 MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -33,8 +34,11 @@ JURISDICTION = re.compile(r"\b(?i:laws?)\s+(?i:in\s+force\s+in|of)\s+(?i:the\s+)
                           r"|\blaws?\s+(?:in\s+force\s+)?in\s+[A-Z][a-z]+")
 ENTITY = re.compile(r"\b(?:inc|llc|l\.l\.c|ltd|limited|corp|corporation|company|co|plc|lp|l\.p|llp|gmbh|ag|s\.a|"
                     r"b\.v|n\.v|pte|bank|trust|partners|university|fund)\b\.?", re.I)
-AGREEMENT_DATE = re.compile(rf"\b(?:dated|as of|entered into|made|executed|effective|signed|this)\b[^.;]{{0,60}}?(?:{DATE.pattern})",
-                            re.I)
+# a start cue, then a date within 60 characters of the same sentence, no end word between ("in effect until <date>")
+_END = phrase_pattern(word_lists("date_roles", ("end",))["end"])  # data: app/data/vocabulary.yaml
+AGREEMENT_DATE = re.compile(rf"\b(?:dated|as of|entered into|made|executed|effective|signed|this)\b"
+                            rf"(?:(?!{_END})[^.;]){{0,60}}?(?P<date>{DATE.pattern})", re.I)
+_END_BEFORE = re.compile(rf"{_END}(?:(?!{_END})[^.;])*$", re.I)
 FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)+\b")  # two+ capitalised words: a name
 
@@ -44,6 +48,19 @@ HEADING_LEAD = re.compile(r"^\s*(?:(?:section|article|clause)\s+)?[\dIVX]+(?:\.\
 
 def _norm_ws(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def start_date(span: str) -> str:
+    """The date ``span`` gives as when something was made, signed or took effect ("dated as of April 13, 2012"),
+    not one it runs until; "" when it states none."""
+    text = flat(span)
+    m = AGREEMENT_DATE.search(text)
+    if m:
+        return m.group("date")
+    for d in DATE.finditer(text):  # no cue: the first date no end word comes just before
+        if not _END_BEFORE.search(text[max(0, d.start() - 40):d.start()]):
+            return d.group(0)
+    return ""
 
 
 def has_slot(slot: str, span: str) -> bool:

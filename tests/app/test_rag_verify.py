@@ -39,3 +39,18 @@ def test_a_computation_is_not_answered_by_one_of_its_inputs():
     assert verify_text(ask_of(q), q, "25.1%", stated)[0]
     avg = "What was the average valuation allowance in 2018 and 2019?"
     assert not verify_text(ask_of(avg), avg, "$19,911", quote)[0]
+
+
+def test_a_date_the_agreement_runs_until_is_not_when_it_was_made():
+    """A contract's date question (agreement / effective date) is answered by a date given as made, signed or
+    effective; one the agreement runs until is an end (vocabulary.yaml date_roles), in the lead-in and the check."""
+    from app.agent.nodes_rag import lead_in
+    from app.agent.verify import has_slot
+
+    term = ("12.1 Term. This Agreement shall commence on the Effective Date and shall remain in effect until "
+            "September 1, 2045, unless earlier terminated.")
+    assert lead_in("date", term) == "" and not has_slot("date", term)
+    made = "This Distribution Agreement is made and entered into as of March 18, 2019 by and between Zogenix and Nippon."
+    assert lead_in("date", made) == "Date: March 18, 2019." and has_slot("date", made)
+    both = "This Agreement is dated as of May 17, 2012 and shall terminate on May 31, 2016."
+    assert lead_in("date", both) == "Date: May 17, 2012."
