@@ -36,9 +36,26 @@ ENTITY = re.compile(r"\b(?:inc|llc|l\.l\.c|ltd|limited|corp|corporation|company|
                     r"b\.v|n\.v|pte|bank|trust|partners|university|fund)\b\.?", re.I)
 # a start cue, then a date within 60 characters of the same sentence, no end word between ("in effect until <date>")
 _END = phrase_pattern(word_lists("date_roles", ("end",))["end"])  # data: app/data/vocabulary.yaml
-AGREEMENT_DATE = re.compile(rf"\b(?:dated|as of|entered into|made|executed|effective|signed|this)\b"
-                            rf"(?:(?!{_END})[^.;]){{0,60}}?(?P<date>{DATE.pattern})", re.I)
+_START_CUE = r"\b(?:dated|as of|entered into|made|executed|effective|signed|this)\b"
+AGREEMENT_DATE = re.compile(rf"{_START_CUE}(?:(?!{_END})[^.;]){{0,60}}?(?P<date>{DATE.pattern})", re.I)
 _END_BEFORE = re.compile(rf"{_END}(?:(?!{_END})[^.;])*$", re.I)
+_ROLES = word_lists("date_roles", ("other_documents", "other_articles"))
+# "... to the Supply and Manufacturing Agreement <dated April 1, 2017>": the date of another document
+_OTHER_DOC_BEFORE = re.compile(rf"{phrase_pattern(_ROLES['other_articles'])}\s+(?:[\w&'’().-]+\s+){{0,6}}?"
+                               rf"{phrase_pattern(_ROLES['other_documents'], plural=True)}\s*,?\s*"
+                               rf"(?:(?:having|with|bearing)\s+(?:an?|the|its)\s+)?$", re.I)
+
+
+def own_dates(text: str) -> list[str]:
+    """The dates ``text`` gives as when this document was made, signed or took effect: a start cue, no end word
+    between, and not right after another document's name ("the Supply Agreement dated ...")."""
+    out = []
+    for m in AGREEMENT_DATE.finditer(text):
+        # the cue nearest the date speaks of it: "entered into a Non-Competition Agreement dated ..." is the other's
+        cue = m.start() + [c.start() for c in re.finditer(_START_CUE, text[m.start():m.start("date")], re.I)][-1]
+        if not _OTHER_DOC_BEFORE.search(text[max(0, cue - 120):cue]):
+            out.append(m.group("date"))
+    return out
 FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)+\b")  # two+ capitalised words: a name
 
@@ -54,11 +71,12 @@ def start_date(span: str) -> str:
     """The date ``span`` gives as when something was made, signed or took effect ("dated as of April 13, 2012"),
     not one it runs until; "" when it states none."""
     text = flat(span)
-    m = AGREEMENT_DATE.search(text)
-    if m:
-        return m.group("date")
-    for d in DATE.finditer(text):  # no cue: the first date no end word comes just before
-        if not _END_BEFORE.search(text[max(0, d.start() - 40):d.start()]):
+    own = own_dates(text)
+    if own or AGREEMENT_DATE.search(text):  # dates with a cue decide: none of them this document's, none
+        return own[0] if own else ""
+    for d in DATE.finditer(text):  # no cue: the first date no end word nor other document comes just before
+        before = text[max(0, d.start() - 120):d.start()]
+        if not _END_BEFORE.search(before[-40:]) and not _OTHER_DOC_BEFORE.search(before):
             return d.group(0)
     return ""
 
@@ -72,7 +90,7 @@ def has_slot(slot: str, span: str) -> bool:
     if slot == "amount":
         return bool(AMOUNT.search(span) or FIGURE.search(span))
     if slot == "date":
-        return bool(AGREEMENT_DATE.search(span))
+        return bool(own_dates(span))
     if slot == "parties":
         between = re.search(r"\b(between|among|entered into|by and)\b.{3,}\band\b", span, re.I | re.S)
         entities = len(ENTITY.findall(span))

@@ -54,3 +54,22 @@ def test_a_date_the_agreement_runs_until_is_not_when_it_was_made():
     assert lead_in("date", made) == "Date: March 18, 2019." and has_slot("date", made)
     both = "This Agreement is dated as of May 17, 2012 and shall terminate on May 31, 2016."
     assert lead_in("date", both) == "Date: May 17, 2012."
+
+
+def test_the_date_of_another_document_is_not_this_one_s():
+    """"This First Amendment to the Supply Agreement dated April 1, 2017 is made as of April 1, 2018": the first date
+    is the amended agreement's (vocabulary.yaml date_roles other_documents), the amendment's own is the second."""
+    from app.agent.nodes_rag import lead_in
+    from app.agent.verify import has_slot
+
+    amendment = ("This First Amendment (the Amendment) to the Supply and Manufacturing Agreement dated April 1, 2017 "
+                 "between Cerus Corporation and Porex Corporation is made as of April 1, 2018.")
+    assert lead_in("date", amendment) == "Date: April 1, 2018."
+    recital = "WHEREAS, the Parties had entered into a Non-Competition Agreement dated September 30, 2014."
+    assert lead_in("date", recital) == "" and not has_slot("date", recital)
+    recital = "WHEREAS, pursuant to an investment agreement dated on May 25, 2012, the Investor acquired shares."
+    assert lead_in("date", recital) == "" and not has_slot("date", recital)
+    licence = "Licensee holds a Commercial License Agreement having an Effective Date of April 15, 2010 (the License)."
+    assert not has_slot("date", licence)
+    own = 'THIS SITE DEVELOPMENT AND HOSTING AGREEMENT (the "Agreement") dated as of August 9, 1999 is made by ...'
+    assert lead_in("date", own) == "Date: August 9, 1999." and has_slot("date", own)
