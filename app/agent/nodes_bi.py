@@ -172,7 +172,7 @@ def make_bi_node(deps: AgentDeps):
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,
                 "chart": chart_spec(prog, columns, rows, table.title),
                 "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": prog.grounded,
-                "op": prog.op, "cover": prog.cover}
+                "op": prog.computes, "cover": prog.cover}
 
     def bi(state: AgentState, config=None) -> dict:
         try:

@@ -67,9 +67,13 @@ def test_which_one_after_a_lead_in_clause(env):
 
 
 def test_the_biggest_drop_ranks_the_rows_by_their_change(env):
-    out = ask_bi(env, TENANT, "For Globex, which geographic region had the biggest drop in 2022 revenues "
-                              "(on a percentage basis)?")
+    q = "For Globex, which geographic region had the biggest drop in 2022 revenues (on a percentage basis)?"
+    out = ask_bi(env, TENANT, q)
     assert head(out).startswith("Europe (lowest"), head(out)  # -30%, not the largest revenue (United States)
+    # the verifier's check of the operation: a ranking by a percent change column computes the change asked
+    from app.agent.bi.question import operation_unmet
+    assert out["op"] == "min_by_pct_change" and not operation_unmet(q, out["op"]), out["op"]
+    assert operation_unmet(q, "min") == {"change", "percent"}
     out = ask_bi(env, TENANT, "Which region had the largest increase in revenues in 2022?")
     assert head(out).startswith("Asia Pacific (highest"), head(out)
 

@@ -37,6 +37,13 @@ class Program:
     cond: Optional[tuple[str, float]] = None  # count: the operands meeting (comparison, threshold)
     cover: float = 1.0  # share of the question's item words the rows, columns and title used explain
     whole: bool = False  # every row used is named whole by the question ("Revenue", not "Deferred revenue")
+    ranked_by: str = ""  # max / min over a printed change column: "change" or "pct_change" (what it ranks by)
+
+    @property
+    def computes(self) -> str:
+        """The operation as the verifier checks it against the question: a ranking by a change column computes the
+        change too ("which region had the biggest drop")."""
+        return f"{self.op}_by_{self.ranked_by}" if self.ranked_by else self.op
 
     @property
     def grounded(self) -> bool:

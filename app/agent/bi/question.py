@@ -161,7 +161,8 @@ def entity_text(phrase: str) -> str:
 # (%)", "the values ... respectively" are not answered by an average, a difference, a total).
 COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change", "percent"},
             "average": {"average"}, "sum": {"sum"}, "ratio": {"ratio", "percent"}, "max": {"extreme"},
-            "min": {"extreme"},
+            "min": {"extreme"}, **{f"{m}_by_change": {"extreme", "change"} for m in ("max", "min")},
+            **{f"{m}_by_pct_change": {"extreme", "change", "percent"} for m in ("max", "min")},
             "count": set()}
 
 

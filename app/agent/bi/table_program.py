@@ -244,7 +244,7 @@ def _extreme(view, pq, matches, cols_named):
         op = pq.op
         if asked_direction(pq.text) == "down":  # the biggest drop is the lowest change
             op = "min" if op == "max" else "max"
-        return Program(op, view, _ops(rows, [change]))
+        return Program(op, view, _ops(rows, [change]), ranked_by="pct_change" if change.percent else "change")
     return Program(pq.op, view, _ops(rows, [col]))
 
 
