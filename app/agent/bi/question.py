@@ -29,7 +29,7 @@ _TEXT_SHAPES = (r"\bhow (?:does|do|did|is|are|was|were|will|would|can|should) (?
 _WORD_LISTS = ("average", "line_item_names", "percent", "percent_change_words", "percent_difference_words", "growth",
                "percent_change", "ratio", "fraction", "ratio_phrases", "reversed_ratio_verbs", "change", "comparison",
                "sum", "total", "added_items", "max", "min", "extreme", "list", "which_kinds", "breakdown",
-               "counted_amounts", "text_openers", "text_intent", "boilerplate", "superlatives")
+               "counted_amounts", "text_openers", "text_intent", "boilerplate", "superlatives", "period_kinds")
 
 
 def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
@@ -60,6 +60,7 @@ def patterns(words: dict[str, list[str]]) -> SimpleNamespace:
         # "which segment ... highest": the kind of item ranked (read by bi.grounding too)
         # at the start, or after a lead-in clause ("Among the derivative instruments it uses, which one ...")
         which=re.compile(rf"(?:^|[,;:])\s*(which|what|in which|for which|during which)\b[^?]*?{p(kinds)}", re.I),
+        period_kinds=frozenset(v for k in w["period_kinds"] for v in (k, k + "s")),
         # "What was the largest liability ...": a superlative before a noun asks which item of that kind is the
         # extreme one (the rows of the statement's section of that name), not a figure looked up
         extreme_of=re.compile(rf"^\s*what (?:is|was|are|were) (?:the |its |their )?(?P<word>{p(w['superlatives'])})\s+"
@@ -141,13 +142,11 @@ def parse_question(question: str) -> ParsedQuestion:
                           ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "")
 
 
-PERIOD_KINDS = ("year", "years", "period", "periods", "quarter", "quarters", "month", "months")
-
-
 def ranks_periods(question: str) -> bool:
-    """"Which year had the highest ...": the periods are ranked (a table's columns), not its rows."""
+    """"Which year had the highest ...": the periods are ranked (a table's columns), not its rows (the kind word
+    that ends the "which" phrase is one of the vocabulary's ``period_kinds``)."""
     m = WHICH.search(question)
-    return bool(m) and m.group(0).split()[-1].lower() in PERIOD_KINDS
+    return bool(m) and m.group(0).split()[-1].lower() in _RX.period_kinds
 
 
 def entity_text(phrase: str) -> str:
