@@ -230,10 +230,12 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[
         for half, name in ((0, "fitted"), (1, "held_out")):
             qs = [q for q in questions if q.source == src and q.half == half]
             report[f"{Path(src).name}:{name}"] = simulate(qs, model)
-            for kind_set in ("kind", "no kind"):  # the questions of a known kind, and of none
-                sub = [q for q in qs if q.xs and answer_set(q, _best(q, model)[0]).endswith(":" + kind_set)]
-                if sub:
-                    report[f"{Path(src).name}:{name}:{kind_set}"] = simulate(sub, model)
+            by_set: dict[str, list[Question]] = {}  # the questions of a known kind, and of none
+            for q in qs:
+                if q.xs:
+                    by_set.setdefault(answer_set(q, _best(q, model)[0]), []).append(q)
+            for answer_in, sub in sorted(by_set.items()):
+                report[f"{Path(src).name}:{name}:{answer_in.rsplit(':', 1)[1]}"] = simulate(sub, model)
     kinds = {k: kept.get(k) or {"weights": dict(zip(FEATURES, [round(float(v), 4) for v in w])), "threshold": t,
                                 "candidates": counts[k], "fitted_on": [Path(p).name for p in paths]}
              for k, (w, t) in sorted(model.items())}
