@@ -9,8 +9,6 @@ STOPWORDS = set("""a an and are as at be been by can could did do does for from 
 its may might more most much of on or our shall should so such than that the their them then there these they
 this those to under upon was we were what when where which who whom whose why will with would you your about any
 all each per between during please tell me give show list many does did over does there here also""".split())
-# stems of words every document has (app/data/vocabulary.yaml `generic_words`)
-GENERIC = set(word_lists("generic_words", ("document_stems",))["document_stems"])
 WORD = re.compile(r"[a-z0-9]+")
 SENTENCE = re.compile(r"(?:[^.;]|[.;](?=\d))+(?:[.;]|$)")
 
@@ -23,6 +21,10 @@ def stem(word: str) -> str:
             word = word[: -len(suffix)]
             break
     return word[:6]
+
+
+# stems of words every document has (app/data/vocabulary.yaml `generic_words`)
+GENERIC = {stem(w) for w in word_lists("generic_words", ("document_words",))["document_words"]}
 
 
 def content_words(text: str, drop_generic: bool = True) -> set[str]:

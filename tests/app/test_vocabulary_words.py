@@ -62,3 +62,14 @@ def test_a_malformed_section_is_a_clear_error(section, message):
 def test_a_missing_section_is_a_clear_error():
     with pytest.raises(ValueError, match="metric_words must map names to lists of words, not NoneType"):
         word_lists("metric_words", ("part_kinds",), {})
+
+
+def test_the_generic_document_words_are_dropped_in_every_form():
+    """The list is written as words and stemmed when read, so a plural or a long word is dropped as the stem
+    content_words makes of it ('parties' -> 'parti', 'section' -> 'sectio'), not kept by a stem written by hand."""
+    from app.agent.text import content_words
+
+    assert content_words("the parties to this section of the agreement") == set()
+    assert content_words("the companies' contracts and documents") == set()
+    assert content_words("parties indemnification") == {"indemn"}
+    assert content_words("parties indemnification", drop_generic=False) == {"parti", "indemn"}
