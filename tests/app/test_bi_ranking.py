@@ -38,12 +38,18 @@ GLOBEX = """<html><body><h1>Globex Corp annual report 2022</h1>
 <tr><td>Interest rate swaps</td><td>1,500.0</td><td>1,400.0</td></tr>
 <tr><td>Cross currency swaps</td><td>2,700.0</td><td>2,600.0</td></tr>
 <tr><td>Foreign exchange forwards</td><td>90.0</td><td>120.0</td></tr>
+</table>
+<p>Contractual obligations (in millions)</p>
+<table>
+<tr><th></th><th>Total</th><th>2023</th><th>2024-2025</th><th>Thereafter</th></tr>
+<tr><td>Operating leases</td><td>194.0</td><td>41.0</td><td>71.0</td><td>82.0</td></tr>
+<tr><td>Capital leases</td><td>65.0</td><td>27.0</td><td>30.0</td><td>8.0</td></tr>
 </table></body></html>"""
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    yield from bi_env(tmp_path_factory, TENANT, "GLOBEX_2022_10K.html", GLOBEX, 3)
+    yield from bi_env(tmp_path_factory, TENANT, "GLOBEX_2022_10K.html", GLOBEX, 4)
 
 
 def head(out) -> str:
@@ -87,3 +93,12 @@ def test_a_summary_is_asked_by_its_words_not_by_substrings():
     assert not wants_long("Which segment has dragged down the company's overall growth in 2022?")
     assert not wants_long("What charges does the table summarize for the fiscal 2019 program?")
     assert not wants_long("Is there an entire agreement clause?")
+
+
+def test_the_total_column_when_the_question_asks_the_total_and_no_period(env):
+    # "Total" beside period columns holds the whole row: "the total capital leases" is that column, not the
+    # first period's; a period asked still picks its own column
+    out = ask_bi(env, TENANT, "What is the total capital leases of Globex?")
+    assert head(out).startswith("Capital leases, Total: 65"), head(out)
+    out = ask_bi(env, TENANT, "What were Globex's capital leases due in 2023?")
+    assert "27" in head(out) and "65" not in head(out), head(out)

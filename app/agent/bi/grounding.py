@@ -29,7 +29,9 @@ ALL_PERIOD_OPS = ("average", "max", "min", "count")  # over every period when no
 
 
 # say how much, not which item (app/data/vocabulary.yaml `generic_words`)
-GENERIC = content_words(" ".join(word_lists("generic_words", ("amounts",))["amounts"]))
+_GENERIC_WORDS = word_lists("generic_words", ("amounts", "whole_columns"))
+GENERIC = content_words(" ".join(_GENERIC_WORDS["amounts"]))
+WHOLE_COLUMNS = content_words(" ".join(_GENERIC_WORDS["whole_columns"]))
 
 
 def _sole_head(m, matches: list) -> bool:

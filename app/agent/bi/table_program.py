@@ -11,7 +11,7 @@ from typing import Optional
 from app.agent.bi.count import count_program
 from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, expanded_words, latest_cols,
                                  match_cols, match_rows, period_order)
-from app.agent.bi.grounding import GENERIC, grounding_doubts
+from app.agent.bi.grounding import GENERIC, WHOLE_COLUMNS, grounding_doubts
 from app.agent.bi.program import Operand, Program
 from app.agent.bi.question import ParsedQuestion, entity_text, operations_asked, ranks_periods
 from app.agent.bi.table import Col, Row, TableView
@@ -96,7 +96,8 @@ def _ops(rows: list[Row], cols: list[Col]) -> list[Operand]:
 
 
 def _default_cols(view: TableView, pq: ParsedQuestion, n: Optional[int]) -> list[Col]:
-    whole = [c for s, c in match_cols(view, pq) if s >= 1.0 and c.period is None and content_words(c.title) - GENERIC]
+    whole = [c for s, c in match_cols(view, pq) if s >= 1.0 and c.period is None
+             and (content_words(c.title) - GENERIC or content_words(c.title) <= WHOLE_COLUMNS)]
     if whole and not pq.periods and pq.op in ("lookup", "difference"):  # "as reported", no period asked (in a
         # ratio or a change a named column may be one side of it: "of more than 5 years in the total")
         return whole[: n or 99]
