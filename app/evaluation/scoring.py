@@ -124,7 +124,8 @@ def score(item: EvalItem, rec: dict, doc_text: dict[str, str]) -> dict:
         pred = answer_number(answer_statement(text), gold)
         out["correct"] = bool(gold and pred and numeric_match(pred, gold, 0.01))
     elif item.scoring == "tatqa":
-        s = tatqa_scores(answer_statement(text), item.meta.get("answer"), item.meta.get("scale") or "")
+        s = tatqa_scores(answer_statement(text), item.meta.get("answer"), item.meta.get("scale") or "",
+                         question=item.question)
         out.update(s)
         out["correct"] = bool(s["em"])
     elif item.answers:

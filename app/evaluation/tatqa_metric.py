@@ -6,9 +6,9 @@ TAT-QA's official script compares a predicted answer (and its scale) with the go
   its first non-year number), scale-aware: gold 1,234 with scale thousand matches "1,234 thousand",
   "1.234 million" and a bare "1,234"; EM needs equality after rounding to 2 decimals, ``em_tol`` allows 1%.
 - text gold (span, multi-span): EM when every gold span occurs in the answer (a numeric span as a number,
-  "$1,095.0" = "1,095") and the answer is not much
-  longer than the gold (at most 2x its tokens + 3); F1 is the bag-of-tokens F1 (multi-span: gold spans
-  aligned greedily to the answer's comma/semicolon/"and" parts), as in the official script.
+  "$1,095.0" = "1,095"), the answer is not much longer than the gold (the tokens it adds to the question at
+  most 2x the gold's + 3) and, where the gold spans are all figures, it states no other figure; F1 is the
+  bag-of-tokens F1 (multi-span: gold spans aligned greedily to the answer's comma/semicolon/"and" parts), as in the official script.
 """
 from __future__ import annotations
 
@@ -62,13 +62,27 @@ def _f1(pred: list[str], gold: list[str]) -> float:
     return 2 * p * r / (p + r)
 
 
-def span_scores(prediction: str, golds: list[str]) -> tuple[float, float]:
+def _extra_figures(prediction: str, golds: list[str], question: str) -> bool:
+    """Numeric gold spans only: the prediction states a figure that is none of them nor one the question gives
+    ("Work-in-process: 2,929, 2,370; Total inventories: 3,836, 3,260" for the work-in-process values)."""
+    if not all(NUMERIC_SPAN.fullmatch(g.strip()) for g in golds):
+        return False
+    known = {round(abs(n.value), 2) for t in (*golds, question) for n in parse_numbers(t)}
+    return any(round(abs(p.value), 2) not in known for p in parse_numbers(prediction))
+
+
+def span_scores(prediction: str, golds: list[str], question: str = "") -> tuple[float, float]:
     ptoks = tokens(prediction)
     gold_toks = [tokens(g) for g in golds if tokens(g)]
     if not gold_toks or not ptoks:
         return 0.0, 0.0
     total = sum(len(g) for g in gold_toks)
-    em = float(all(_span_in(g, prediction) for g in golds if tokens(g)) and len(ptoks) <= 2 * total + 3)
+    # the length limit counts what the answer adds to the question: restating the item and the years asked
+    # ("Other current assets: 2019 193, 2018 167") is not padding
+    asked = set(tokens(question))
+    added = [t for t in ptoks if t not in asked]
+    em = float(all(_span_in(g, prediction) for g in golds if tokens(g)) and len(added) <= 2 * total + 3
+               and not _extra_figures(prediction, golds, question))
     if len(gold_toks) == 1:
         return em, _f1(ptoks, gold_toks[0])
     parts = [tokens(p) for p in SPLIT.split(prediction) if tokens(p)]
@@ -85,8 +99,9 @@ def span_scores(prediction: str, golds: list[str]) -> tuple[float, float]:
     return em, f1
 
 
-def tatqa_scores(prediction: str, answer, scale: str, tol: float = 0.01) -> dict:
-    """{"em", "f1", "em_tol"} for one question."""
+def tatqa_scores(prediction: str, answer, scale: str, tol: float = 0.01, question: str = "") -> dict:
+    """{"em", "f1", "em_tol"} for one question (``question``: its words do not count toward a span answer's
+    length)."""
     gold = gold_number(answer, scale)
     if gold is not None:
         pred = answer_number(prediction, gold)
@@ -95,7 +110,7 @@ def tatqa_scores(prediction: str, answer, scale: str, tol: float = 0.01) -> dict
         exact = numeric_match(pred, gold, tol=0.0) or _rounded_equal(pred, gold)
         return {"em": float(exact), "f1": float(exact), "em_tol": float(exact or numeric_match(pred, gold, tol))}
     golds = answer if isinstance(answer, list) else [str(answer)]
-    em, f1 = span_scores(prediction, [str(g) for g in golds])
+    em, f1 = span_scores(prediction, [str(g) for g in golds], question)
     return {"em": em, "f1": f1, "em_tol": em}
 
 

@@ -40,6 +40,20 @@ def test_tatqa_em_f1():
     assert span["em"] == 0 and 0.5 < span["f1"] < 1
 
 
+def test_tatqa_span_length_counts_what_the_answer_adds_to_the_question():
+    q = "What is the value of the other current assets for 2019 and 2018 respectively?"
+    answer = "Other current assets: 2019 193, 2018 167 (USD)."
+    assert tatqa_scores(answer, ["193", "167"], "", question=q)["em"] == 1  # the item and years restated
+    assert tatqa_scores(answer, ["193", "167"], "")["em"] == 0  # without the question: too long
+    padded = "Other current assets: 2019 193, 2018 167; prepaid expenses and deposits held by the company in escrow"
+    assert tatqa_scores(padded, ["193", "167"], "", question=q)["em"] == 0
+    # figures gold: a figure beyond the gold's and the question's is a wrong answer, however short
+    q = "What are the respective values of work-in-process inventory in 2018 and 2019?"
+    extra = "Work-in-process: 2018 2,929, 2019 2,370; Total: 2018 3,836, 2019 3,260."
+    assert tatqa_scores(extra, ["2,929", "2,370"], "", question=q)["em"] == 0
+    assert tatqa_scores("Work-in-process: 2018 2,929, 2019 2,370.", ["2,929", "2,370"], "", question=q)["em"] == 1
+
+
 def test_overlap_is_robust_to_layout_but_not_to_topic():
     gold = "This Agreement shall be governed by the laws of the State of New York."
     chunk = "12.3 Governing Law. This Agree-\nment shall be governed by the laws of the\nState of New York. 12.4 Notices."
