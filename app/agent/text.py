@@ -3,19 +3,21 @@ from __future__ import annotations
 
 import re
 
-from app.agent.vocabulary import word_lists
+from app.agent.vocabulary import base_forms, word_lists
 
 STOPWORDS = set("""a an and are as at be been by can could did do does for from had has have how i if in into is it
 its may might more most much of on or our shall should so such than that the their them then there these they
 this those to under upon was we were what when where which who whom whose why will with would you your about any
-all each per between during please tell me give show list many does did over does there here also""".split())
+all each per between during please tell me give show list many does did over does there here also out""".split())
 WORD = re.compile(r"[a-z0-9]+")
+FORMS = base_forms()  # irregular forms (app/data/vocabulary.yaml `word_forms`)
 SENTENCE = re.compile(r"(?:[^.;]|[.;](?=\d))+(?:[.;]|$)")
 
 
 def stem(word: str) -> str:
     if word.isdigit():
         return word
+    word = FORMS.get(word, word)  # "paid" -> "pay"
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             word = word[: -len(suffix)]

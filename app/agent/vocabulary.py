@@ -151,6 +151,18 @@ def _keys_in(section: str, text: str) -> list[str]:
     return list(dict.fromkeys(keys[w] for w in re.findall(r"[a-z]+", text.lower()) if w in keys))
 
 
+@lru_cache(maxsize=1)
+def base_forms() -> dict[str, str]:
+    """Irregular form -> the word itself ("paid" -> "pay"; ``word_forms``, one word each)."""
+    out = {}
+    for base, forms in word_lists("word_forms").items():
+        for w in (base, *forms):
+            if len(w.split()) != 1:
+                raise ValueError(f"{PATH.name}: word_forms.{base}: {w!r} is not one word")
+        out.update({f.lower(): base.lower() for f in forms})
+    return out
+
+
 def auxiliaries() -> frozenset[str]:
     """The words that open a yes/no question ("is", "has", "does", ...)."""
     return frozenset(str(w).lower() for w in vocabulary().get("auxiliaries") or ())

@@ -66,10 +66,35 @@ def test_a_missing_section_is_a_clear_error():
 
 def test_the_generic_document_words_are_dropped_in_every_form():
     """The list is written as words and stemmed when read, so a plural or a long word is dropped as the stem
-    content_words makes of it ('parties' -> 'parti', 'section' -> 'sectio'), not kept by a stem written by hand."""
+    content_words makes of it ('companies' -> 'compan', 'agreements' -> 'agreem'), not kept by a stem written
+    by hand; 'parties' is a content word (it asks for the clause naming them)."""
     from app.agent.text import content_words
 
-    assert content_words("the parties to this section of the agreement") == set()
-    assert content_words("the companies' contracts and documents") == set()
-    assert content_words("parties indemnification") == {"indemn"}
-    assert content_words("parties indemnification", drop_generic=False) == {"parti", "indemn"}
+    assert content_words("the companies' contracts, documents and agreements") == set()
+    assert content_words("the company's agreement provides") == set()
+    assert content_words("who are the parties to the agreement") == {"parti"}
+    assert content_words("company indemnification") == {"indemn"}
+    assert content_words("company indemnification", drop_generic=False) == {"compan", "indemn"}
+
+
+def test_an_irregular_form_is_read_as_its_word():
+    """'paid' is 'pay' wherever content words are compared (word_forms), so a cash-flow row "Dividends paid" holds
+    every word of "how much did it pay out in cash dividends" but 'cash'; a form added as data is read."""
+    from app.agent import text
+
+    assert text.content_words("Dividends paid") == text.content_words("pay dividends") == {"pay", "divide"}
+    assert text.content_words("shares sold") == text.content_words("sell shares")
+    assert "out" not in text.content_words("pay out")
+    data = _shipped()
+    data["word_forms"]["see"] = ["saw", "seen"]
+    vocabulary.base_forms.cache_clear()
+    try:
+        import unittest.mock as um
+        with um.patch.object(vocabulary, "vocabulary", lambda: data):
+            assert vocabulary.base_forms()["seen"] == "see"
+            data["word_forms"]["see"] = ["saw it"]
+            vocabulary.base_forms.cache_clear()
+            with pytest.raises(ValueError, match="word_forms.see: 'saw it' is not one word"):
+                vocabulary.base_forms()
+    finally:
+        vocabulary.base_forms.cache_clear()
