@@ -20,6 +20,7 @@ from app import prompts
 from app.agent import clause_types, scope as scope_mod
 from app.agent.clause_search import find_passages
 from app.agent.clauses.definitions import defining_sentence
+from app.agent.clauses.restated import asked_phrases, contradiction, statements
 from app.agent.clauses.finder import OPENING_CHARS
 from app.agent.clauses.playbook import taxonomy_for
 from app.agent.filing_scope import without_filing_date
@@ -69,7 +70,9 @@ def make_rag_nodes(deps: AgentDeps):
                 cands.append(as_candidate(found, "rag", "text"))
         if ctype is not None:  # a contract clause: the clause's own sentence(s)
             kind = taxonomy_for(deps.kb, state["tenant"]).get(ctype)
-            cands += clause_candidates(ctype, question, graded[:ANSWER_PASSAGES], slot=kind.answer if kind else "")
+            stated = _stated_elsewhere(deps, state, kind, graded[:ANSWER_PASSAGES])
+            cands += clause_candidates(ctype, question, graded[:ANSWER_PASSAGES], slot=kind.answer if kind else "",
+                                       stated=stated)
         # the sentence that states it and the span read off it; a question of a clause type gets a figure at most
         ranked = graded + [p for p in passages if p not in graded]
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
@@ -90,6 +93,16 @@ def make_rag_nodes(deps: AgentDeps):
         return {"candidates": cands}
 
     return retrieve, grade, answer_rag
+
+
+def _stated_elsewhere(deps, state, kind, passages: list[dict]) -> list[tuple[str, str]]:
+    """Where the question speaks of the kind's ``stated_by`` phrases ("become effective"): every sentence of the
+    passages' documents that states the value asked, with the date it gives ("" for an event)."""
+    phrases = asked_phrases(kind, state["question"])
+    if not phrases:
+        return []
+    docs = list(dict.fromkeys(p["doc_id"] for p in passages))
+    return statements(phrases, [p.text for d in docs for p in deps.kb.document_passages(state["tenant"], d)])
 
 
 def _whole_document(deps, state, passages: list[dict]) -> list[dict]:
@@ -115,9 +128,11 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
 
 
 def clause_candidates(ctype: str, question: str, passages: list[dict], per_passage: int = 2,
-                      slot: str = "") -> list[dict]:
+                      slot: str = "", stated: list[tuple[str, str]] | None = None) -> list[dict]:
     """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature.
-    ``slot``: what the kind's answer states (the taxonomy's ``answer``), read off the quote as a lead-in."""
+    ``slot``: what the kind's answer states (the taxonomy's ``answer``), read off the quote as a lead-in.
+    ``stated``: the contract's statements of the value asked (``_stated_elsewhere``): a date one of them
+    contradicts is marked ``contradicted`` (a hard gate of the verifier)."""
     ct = clause_types.BY_NAME.get(ctype)
     slot = slot or (ct.slot if ct is not None else "")
     qwords, out = content_words(question), []
@@ -133,9 +148,13 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
             ok, _why = verify(ctype, question, lead, [quote])
             ok = ok or quote == defining  # the contract's own definition of the term asked about
             cite = citation(p, quote)
+            more = {}
+            if stated and slot == "date" and (when := start_date(quote)):
+                more["contradicted"] = contradiction(when, quote, stated)
             out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
                                     "rag", "clause", rank=len(out),
-                                    opening=p.get("char_start") is not None and p["char_start"] < OPENING_CHARS))
+                                    opening=p.get("char_start") is not None and p["char_start"] < OPENING_CHARS,
+                                    **more))
     return out
 
 

@@ -25,7 +25,8 @@ its span, a span from a document out of scope, a clause kind that explains less 
 whose span states less than half of the rest ("what exceptions apply to the non-compete?" answered by the
 non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
 notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
-change in the average" answered by an average). A BI program's ``cov`` is the share of the question's item words
+change in the average" answered by an average), a date another sentence of the contract contradicts when the
+question speaks of how the contract states it ("become effective": ``clauses.restated``). A BI program's ``cov`` is the share of the question's item words
 its rows, columns and title explain (``bi.grounding``). The weights and thresholds are calibrated on the dev sets per
 kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
 >= 0.9; a kind the dev sets have not measured is never supported.
@@ -235,6 +236,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     x["defines"] = 1.0 if frame is not None and slot not in (None, "", "clause") and defines(frame.query, span) else 0.0
     if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
         gates.append("the question asks more than its clause kind, and the cited text does not say it")
+    if candidate.get("contradicted"):  # another sentence of the contract states the value asked otherwise
+        gates.append(f"the contract states it otherwise: \u201c{candidate['contradicted'][:160]}\u201d")
     besides = _named_besides(frame, kind)
     if besides and candidate.get("route") == "rag" and not {w[:5] for w in besides} & {w[:5] for w in stems(
             f"{sections} {span}")}:

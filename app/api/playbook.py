@@ -27,6 +27,10 @@ class PlaybookKindIn(BaseModel):
     headings: list[str] = Field(default_factory=list, max_length=40, description="section-heading words")
     answer: Literal["jurisdiction", "duration", "amount", "parties", "date", "clause"] = "clause"
     synonyms: list[str] = Field(default_factory=list, max_length=40, description="how a user may name it")
+    stated_by: list[str] = Field(default_factory=list, max_length=40,
+                                 description="phrases by which a contract states the value in other sentences too "
+                                             "(\"shall commence\"): an answer such a sentence contradicts is "
+                                             "not supported")
 
 
 def _engine(request: Request):

@@ -53,6 +53,9 @@ SERVICES = [  # no governing-law clause: the notice clause mentions states and c
     ("1. Services", "h"),
     ("1.1 Services. Consultant shall provide the data analysis services described in each statement of work. "
      + FILLER * 2, None),
+    ("3. Term", "h"),
+    ("3.1 Term. The term of this Agreement shall commence on the date Client accepts the first statement of work "
+     "and continue for two (2) years. " + FILLER, None),
     ("5. Fees", "h"),
     ("5.1 Fees. Client shall pay Consultant the fees set out in each statement of work within thirty (30) days of "
      "invoice. " + FILLER, None),
@@ -154,3 +157,16 @@ def test_stream_sends_only_the_final_answer(service):
     tokens = "".join(e["text"] for e in events if e["type"] == "token")
     assert events[-1]["type"] == "final"
     assert tokens.strip() == events[-1]["answer"]["answer"] and len(tokens) > 20
+
+
+def test_a_date_another_sentence_contradicts_is_not_supported_when_the_question_asks_how_it_states_it(service):
+    """The agreement is entered into on June 1, 2019, but its term commences on an event (clause 3.1): asked when
+    it becomes effective, the opening's date is not a supported answer (clause_kinds.yaml ``stated_by``); asked
+    for the date of the agreement, it is."""
+    names = "Consider the Consulting Services Agreement between Brightwater Analytics LLC and Tamsin Foods Corp.; "
+    a = service.ask(TENANT, names + "on what date does this agreement become effective?", mode="rag")
+    assert not (a.supported and "June 1, 2019" in a.answer), a
+    reasons = " ".join((a.verdict or {}).get("reasons") or [])
+    assert not a.supported and ("states it otherwise" in reasons or "commence" in a.answer), (a.answer, reasons)
+    d = service.ask(TENANT, names + "what is the date of this agreement?", mode="rag")
+    assert d.supported and "June 1, 2019" in d.answer, d

@@ -111,5 +111,10 @@ def test_rest_playbook_is_per_tenant_and_validates(client):
     empty = client.post("/api/playbook", headers=T1, json={**ESCROW, "name": "the clause"})
     assert empty.status_code == 422 and "no content word" in empty.json()["detail"]
     assert client.post("/api/playbook", headers={"X-API-Key": "nope"}, json=KIND).status_code == 401
+    # a kind's phrases that state its value elsewhere in a contract are kept and read back
+    dated = {"name": "closing date", "description": "The date on which the transaction closes.",
+             "wordings": ["the closing shall take place on"], "answer": "date", "stated_by": ["shall close on"]}
+    assert client.post("/api/playbook", headers=T1, json=dated).json()["stated_by"] == ["shall close on"]
+    assert client.delete("/api/playbook/closing date", headers=T1).status_code == 200
     assert client.delete("/api/playbook/Non-Disparagement", headers=T1).status_code == 200
     assert client.get("/api/playbook", headers=T1).json()["kinds"] == []

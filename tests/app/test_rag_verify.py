@@ -73,3 +73,43 @@ def test_the_date_of_another_document_is_not_this_one_s():
     assert not has_slot("date", licence)
     own = 'THIS SITE DEVELOPMENT AND HOSTING AGREEMENT (the "Agreement") dated as of August 9, 1999 is made by ...'
     assert lead_in("date", own) == "Date: August 9, 1999." and has_slot("date", own)
+
+
+def test_the_statements_of_when_a_contract_takes_effect():
+    """clauses.restated: a sentence states when the contract takes effect in plain words ("shall commence") or by
+    defining the term (quoted, or before "means"); a sentence using the term as a reference, pointing back to the
+    contract's own date, or not speaking of the contract states nothing."""
+    from app.agent.clauses.restated import asked_phrases, contradiction, date_key, statements
+    from app.agent.clauses.taxonomy import built_in
+
+    kind = built_in().get("agreement date")
+    phrases = asked_phrases(kind, "on what date does this agreement become effective?")
+    assert phrases and asked_phrases(kind, "what is the date of this agreement?") == ()
+    texts = ['The term of this Agreement (the "Term") shall commence on the first day of the Warranty Period.',
+             '“Commencement Date” means 16 October 2005.', "EFFECTIVE DATE means 18 May 2000;",
+             "The initial term of this Agreement shall commence on the Effective Date and continue for five years.",
+             "This Agreement shall be effective as of the date first written above.",
+             "Royalties shall commence upon the first commercial sale.",
+             "This Agreement is entered into as of March 18, 2019 (the “Effective Date”) by and between A and B."]
+    stated = statements(phrases, texts)
+    assert [w for _, w in stated] == ["", "16 October 2005", "18 May 2000", "March 18, 2019"]
+    assert date_key("the 15th day of January 2018") == date_key("January 15, 2018") == date_key("1/15/2018")
+    opening = "This Agreement is entered into as of March 18, 2019 (the “Effective Date”) by and between A and B."
+    assert contradiction("March 18, 2019", opening, stated[3:]) == ""  # its own sentence, the same date
+    assert contradiction("March 18, 2019", opening, stated[1:2]).startswith("“Commencement Date”")
+    assert contradiction("March 18, 2019", opening, stated[:1]).startswith("The term of this Agreement")
+    # not statements: another subject, a table of contents, another thing's effective date, a blank form,
+    # signing (the opening's own date)
+    assert statements(phrases, [
+        "The Parties shall commence performance of the Project under this Agreement promptly.",
+        "1.17 “Due Date” 7 1.18 “Effective Date” 7 1.19 “FTE” 7",
+        "Termination shall not affect obligations accrued prior to the effective date of such termination of this Agreement.",
+        "The effective date (“Effective Date”) of this Statement is , , 200 .",
+        "This Agreement shall become effective when each party has received a counterpart signed by the other.",
+        "1.39 “Effective Date” has the meaning set forth in the preamble to this Agreement.",
+        "No waiver of any term or condition of this Agreement shall be effective unless in writing.",
+        "Confidential Information includes information disclosed before this Agreement commences."]) == []
+    # a sentence that defines the term and then uses it states the value (an event here)
+    event = ('This Agreement shall be effective as of that date (the "Effective Date") the Site becomes fully '
+             'operational and shall continue for one (1) year from the Effective Date.')
+    assert statements(phrases, [event]) == [(event, "")]

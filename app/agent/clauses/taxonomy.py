@@ -67,6 +67,8 @@ class ClauseKind:
     answer: str = "clause"  # the slot an answer must state (SLOTS)
     synonyms: tuple[str, ...] = field(default=())
     source: str = "built-in"  # built-in | playbook
+    # phrases by which a contract states the value asked elsewhere too ("shall commence"): app/agent/clauses/restated.py
+    stated_by: tuple[str, ...] = field(default=())
 
     @property
     def slot(self) -> str:  # the name the verifier reads
@@ -112,6 +114,8 @@ class ClauseKind:
              "headings": list(self.headings), "answer": self.answer}
         if self.synonyms:
             d["synonyms"] = list(self.synonyms)
+        if self.stated_by:
+            d["stated_by"] = list(self.stated_by)
         return d
 
 
@@ -137,7 +141,7 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
     """A validated ``ClauseKind`` from a mapping; ``TaxonomyError`` says which field is wrong and why."""
     if not isinstance(entry, dict):
         raise TaxonomyError(f"{where}: expected a mapping with name, description, wordings, headings, answer")
-    unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms"}
+    unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms", "stated_by"}
     if unknown:
         raise TaxonomyError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     name = entry.get("name")
@@ -160,7 +164,8 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
     return ClauseKind(name=name, description=" ".join(desc.split()),
                       wordings=_strings(entry, "wordings", where, True),
                       headings=_strings(entry, "headings", where, False),
-                      answer=answer, synonyms=_strings(entry, "synonyms", where, False), source=source)
+                      answer=answer, synonyms=_strings(entry, "synonyms", where, False), source=source,
+                      stated_by=_strings(entry, "stated_by", where, False))
 
 
 def load_kinds(path: Path = DATA_FILE) -> list[ClauseKind]:
