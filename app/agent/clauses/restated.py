@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from app.agent.clause_types import flat
+from app.agent.clauses.definitions import CROSS_REFERENCE
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.text import sentences
 from app.agent.verify import DATE, start_date
@@ -27,7 +28,7 @@ _THIS_DATE = re.compile(phrase_pattern(_ROLES["this_document"]), re.I)
 _CONTRACT = re.compile(phrase_pattern(_ROLES["subjects"], plural=True), re.I)
 _DEFINED_BEFORE = re.compile(r"\(\s*(?:the\s+|hereinafter\s+)?[\"“”']\s*$", re.I)  # (the “Effective Date”)
 _MEANS_AFTER = re.compile(r"^\s*[\"“”']?\s*(?:means|shall mean|is defined)\b", re.I)
-_REFERS_AFTER = re.compile(r"^\s*[\"“”']?\s*(?:has|shall have) the meaning", re.I)  # defined elsewhere
+_QUOTE_CLOSE = re.compile(r"\s*[\"“”']?\s*")
 _SUBORDINATE = re.compile(r"\b(?:before|after|until|unless|when|whenever|once|if|upon|prior to)\s+(?:this|the|such)?\s*$",
                           re.I)
 _OF_BEFORE = re.compile(r"\bof\s+(?:this|the|such|that)?\s*$", re.I)
@@ -58,7 +59,7 @@ def _states(sentence: str, pattern: re.Pattern) -> bool:
     for m in pattern.finditer(sentence):
         before, after = sentence[:m.start()], sentence[m.end():]
         if _is_term(m.group(0)):
-            if _REFERS_AFTER.search(after):
+            if CROSS_REFERENCE.match(after, _QUOTE_CLOSE.match(after).end()):
                 return False  # "“Effective Date” has the meaning set forth in Section 3.1": stated there
             if _DEFINED_BEFORE.search(before) or _MEANS_AFTER.search(after):
                 defined = True
