@@ -26,10 +26,11 @@ whose span states less than half of the rest ("what exceptions apply to the non-
 non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
 notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
 change in the average" answered by an average), a date another sentence of the contract contradicts when the
-question speaks of how the contract states it ("become effective": ``clauses.restated``). A BI program's ``cov`` is the share of the question's item words
-its rows, columns and title explain (``bi.grounding``). The weights and thresholds are calibrated on the dev sets per
-kind of candidate (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision
->= 0.9; a kind the dev sets have not measured is never supported.
+question speaks of how the contract states it ("become effective": ``clauses.restated``). A BI program's ``cov``
+is the share of the question's item words its rows, columns and title explain (``bi.grounding``). The weights
+and thresholds are calibrated on the dev sets per kind of candidate (``app/evaluation/calibrate.py`` writes
+``app/data/verifier.json``) for supported precision >= 0.9; a kind the dev sets have not measured is never
+supported.
 """
 from __future__ import annotations
 

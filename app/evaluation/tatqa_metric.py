@@ -8,7 +8,8 @@ TAT-QA's official script compares a predicted answer (and its scale) with the go
 - text gold (span, multi-span): EM when every gold span occurs in the answer (a numeric span as a number,
   "$1,095.0" = "1,095"), the answer is not much longer than the gold (the tokens it adds to the question at
   most 2x the gold's + 3) and, where the gold spans are all figures, it states no other figure; F1 is the
-  bag-of-tokens F1 (multi-span: gold spans aligned greedily to the answer's comma/semicolon/"and" parts), as in the official script.
+  bag-of-tokens F1 (multi-span: gold spans aligned greedily to the answer's comma/semicolon/"and" parts), as in
+  the official script.
 """
 from __future__ import annotations
 

@@ -103,7 +103,8 @@ def test_the_statements_of_when_a_contract_takes_effect():
     assert statements(phrases, [
         "The Parties shall commence performance of the Project under this Agreement promptly.",
         "1.17 “Due Date” 7 1.18 “Effective Date” 7 1.19 “FTE” 7",
-        "Termination shall not affect obligations accrued prior to the effective date of such termination of this Agreement.",
+        "Termination shall not affect obligations accrued prior to the effective date of such termination of "
+        "this Agreement.",
         "The effective date (“Effective Date”) of this Statement is , , 200 .",
         "This Agreement shall become effective when each party has received a counterpart signed by the other.",
         "1.39 “Effective Date” has the meaning set forth in the preamble to this Agreement.",

@@ -23,14 +23,13 @@ from app.agent.text import sentences
 from app.agent.verify import DATE, start_date
 from app.agent.vocabulary import phrase_pattern, word_lists
 
-_ROLES = word_lists("date_roles", ("this_document", "subjects"))
+_ROLES = word_lists("date_roles", ("this_document", "subjects", "subordinators"))
 _THIS_DATE = re.compile(phrase_pattern(_ROLES["this_document"]), re.I)
 _CONTRACT = re.compile(phrase_pattern(_ROLES["subjects"], plural=True), re.I)
 _DEFINED_BEFORE = re.compile(r"\(\s*(?:the\s+|hereinafter\s+)?[\"“”']\s*$", re.I)  # (the “Effective Date”)
 _MEANS_AFTER = re.compile(r"^\s*[\"“”']?\s*(?:means|shall mean|is defined)\b", re.I)
 _QUOTE_CLOSE = re.compile(r"\s*[\"“”']?\s*")
-_SUBORDINATE = re.compile(r"\b(?:before|after|until|unless|when|whenever|once|if|upon|prior to)\s+(?:this|the|such)?\s*$",
-                          re.I)
+_SUBORDINATE = re.compile(rf"{phrase_pattern(_ROLES['subordinators'])}\s+(?:this|the|such)?\s*$", re.I)
 _OF_BEFORE = re.compile(r"\bof\s+(?:this|the|such|that)?\s*$", re.I)
 _OF_AFTER = re.compile(r"^\s*of\b", re.I)  # "the effective date of such termination": another thing's date
 _BLANK = re.compile(r"_{3,}|,\s*,|\[\s*\]")  # a form left blank states nothing
