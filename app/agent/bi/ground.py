@@ -86,7 +86,7 @@ class RowMatch:
     whole: bool = False  # every word of the label (its core) is named by the question or a synonym
 
 
-def _positions(text: str) -> dict[str, int]:
+def word_positions(text: str) -> dict[str, int]:
     pos: dict[str, int] = {}
     for m in WORD.finditer(text.lower()):
         for w in content_words(m.group(0)):
@@ -97,7 +97,7 @@ def _positions(text: str) -> dict[str, int]:
 def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] = None) -> list[RowMatch]:
     """Rows ranked by how well the question names them."""
     plain = content_words(pq.phrase)
-    pos = _positions(pq.phrase)
+    pos = word_positions(pq.phrase)
     norm_q = " ".join(WORD.findall(pq.phrase.lower()))
     dense = np.zeros(len(view.rows))
     if encode is not None and view.rows:

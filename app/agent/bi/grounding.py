@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from app.agent.bi.ground import expanded_words
+from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
 from app.agent.vocabulary import row_kinds, word_lists
@@ -44,6 +44,22 @@ def _sole_head(m, matches: list) -> bool:
     return not any(o is not m and m.matched <= (o.matched | frozenset()) and o.matched for o in matches)
 
 
+OF_HEAD = re.compile(r"^(.*?)\s+of\s+\S", re.I)
+
+
+def unnamed_head(m) -> str:
+    """The head word of an "A of B" label that the question does not name: "Cost of license and subscription
+    revenue" is a cost, not the revenue a question about "license and subscription revenue" asks for. The head
+    is the last word before the first "of" ("Proceeds from issuance of debt": issuance); a word that says how
+    much ("Number of shares") names no item. Empty where the head is named or the label has no "of"."""
+    label = FOOTNOTE.sub("", m.row.label) or m.row.label
+    head = OF_HEAD.match(label)
+    if not head or not m.matched:
+        return ""
+    words = content_words(head.group(1).split()[-1]) - GENERIC - TOTAL_WORDS if head.group(1).split() else set()
+    return "" if not words or words & m.matched else head.group(1).split()[-1]
+
+
 def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]:
     doubts: list[str] = []
     rows = list({id(o.row): o.row for o in prog.operands}.values())
@@ -54,6 +70,8 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
             m = by_row.get(id(row))
             if m is None or not (max(m.lex, m.named) >= ROW_LEX or (m.dense >= ROW_DENSE and m.matched) or _sole_head(m, matches)):
                 doubts.append(f"the row {row.label!r} is not clearly what the question names")
+            elif m is not None and (head := unnamed_head(m)):
+                doubts.append(f"the row {row.label!r} is a {head.lower()}, which the question does not name")
     kind = kind_of_rows(pq.text)
     if over_all_rows and kind and not content_words(kind) <= _table_words(view, rows):
         doubts.append(f"the table does not say its rows are the {kind} items the question ranks")

@@ -10,7 +10,7 @@ from typing import Optional
 
 from app.agent.bi.count import count_program
 from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, expanded_words, latest_cols,
-                                 match_cols, match_rows, period_order)
+                                 match_cols, match_rows, period_order, word_positions)
 from app.agent.bi.grounding import GENERIC, WHOLE_COLUMNS, grounding_doubts
 from app.agent.bi.program import Operand, Program
 from app.agent.bi.question import ParsedQuestion, entity_text, operations_asked, ranks_periods
@@ -120,8 +120,23 @@ def _lookup(view, pq, matches, cols_named):
     top = distinct_rows(matches, 2 if " and " in pq.phrase else 1, ROW_FLOOR)
     if not top:
         return None
+    if len(top) == 2 and not joined_items(pq.phrase, top[0], top[1]):
+        top = top[:1]
     cols = cols_named or _default_cols(view, pq, None)
     return Program("lookup", view, _ops([m.row for m in sorted(top, key=lambda m: m.pos)], cols))
+
+
+def joined_items(phrase: str, a: RowMatch, b: RowMatch) -> bool:
+    """Two rows are two items asked when an "and" stands between the words that name one and those that name
+    the other ("license revenue and subscription revenue"); "work-in-process inventory in 2018 and 2019" names
+    one item, whose last word also names the table's total row."""
+    pos = word_positions(phrase)
+    own_a = [pos[w] for w in a.matched - b.matched if w in pos]
+    own_b = [pos[w] for w in b.matched - a.matched if w in pos]
+    if not own_a or not own_b:
+        return True  # nothing to place: as before
+    (lo, hi) = (own_a, own_b) if min(own_a) < min(own_b) else (own_b, own_a)
+    return any(max(lo) < m.start() < min(hi) for m in re.finditer(r"\band\b", phrase, re.I))
 
 
 def _count(view, pq, matches, cols_named):
