@@ -57,12 +57,19 @@ GLOBEX = """<html><body><h1>Globex Corp annual report 2022</h1>
 <tr><th></th><th>2022</th><th>2021</th></tr>
 <tr><td>Cost of license and subscription revenue</td><td>310.0</td><td>100.0</td></tr>
 <tr><td>Cost of services revenue</td><td>90.0</td><td>80.0</td></tr>
+</table>
+<p>Stock-based compensation (in millions)</p>
+<table>
+<tr><th></th><th>2022</th><th>2021</th></tr>
+<tr><td>Stock-based compensation expense</td><td>640.0</td><td>600.0</td></tr>
+<tr><td>Income tax benefit</td><td>(116.0)</td><td>(110.0)</td></tr>
+<tr><td>Net stock-based compensation cost</td><td>524.0</td><td>490.0</td></tr>
 </table></body></html>"""
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    yield from bi_env(tmp_path_factory, TENANT, "GLOBEX_2022_10K.html", GLOBEX, 6)
+    yield from bi_env(tmp_path_factory, TENANT, "GLOBEX_2022_10K.html", GLOBEX, 7)
 
 
 def head(out) -> str:
@@ -136,3 +143,12 @@ def test_a_row_headed_by_a_word_the_question_does_not_say_is_a_doubt(env):
     out = ask_bi(env, TENANT, "What was Globex's cost of license and subscription revenue in 2022?")
     assert head(out).startswith("Cost of license and subscription revenue, 2022: 310"), head(out)
     assert "which the question does not name" not in str(out)
+
+
+def test_a_neighbouring_row_that_says_other_words_than_the_question_is_a_doubt(env):
+    # the question says "capitalized", the row "net": the item beside the one asked, found but not grounded
+    out = ask_bi(env, TENANT, "What was Globex's capitalized stock-based compensation cost in 2022?")
+    assert "a neighbouring item" in str(out.get("doubts") or out), out
+    out = ask_bi(env, TENANT, "What was Globex's net stock-based compensation cost in 2022?")
+    assert head(out).startswith("Net stock-based compensation cost, 2022: 524"), head(out)
+    assert "neighbouring" not in str(out)

@@ -81,6 +81,9 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         prog.cover = 1.0 - len(left) / len(want)  # the verifier reads it as the answer's coverage
         if prog.cover < COVER:
             doubts.append(f"the question's words {', '.join(sorted(left))!r} are not in the rows used")
+        elif left and (other := _sibling_words(pq, rows, by_row)):
+            doubts.append(f"the question says {', '.join(sorted(left))!r} and the row {', '.join(sorted(other))!r}:"
+                          " a neighbouring item")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
     if pq.periods:
         if view.period_cols:
@@ -104,6 +107,22 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     return doubts
 
 
+
+
+PARENTHESES = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
+
+
+def _sibling_words(pq: ParsedQuestion, rows: list, by_row: dict) -> set[str]:
+    """The words of the rows used that the question does not say, where it says words they do not: "Net
+    stock-based compensation cost" for "capitalized stock-based compensation cost" is the item beside the one
+    asked. (Only called when some of the question's words are left unexplained.)"""
+    asked = expanded_words(pq.phrase)
+    out: set[str] = set()
+    for row in rows:
+        m = by_row.get(id(row))
+        label = PARENTHESES.sub(" ", row.label)  # a remark ("(loss)", "(Note (a))") is not the item's name
+        out |= content_words(label) - asked - GENERIC - TOTAL_WORDS - (m.matched if m is not None else frozenset())
+    return out
 
 
 def kind_of_rows(question: str) -> str:
