@@ -37,12 +37,14 @@ ENTITY = re.compile(r"\b(?:inc|llc|l\.l\.c|ltd|limited|corp|corporation|company|
 # a start cue, then a date within 60 characters of the same sentence, no end word between ("in effect until <date>")
 _END = phrase_pattern(word_lists("date_roles", ("end",))["end"])  # data: app/data/vocabulary.yaml
 _END_BEFORE = re.compile(rf"{_END}(?:(?!{_END})[^.;])*$", re.I)
-_ROLES = word_lists("date_roles", ("start", "other_documents", "other_articles", "other_document_links"))
+_ROLES = word_lists("date_roles", ("start", "other_documents", "other_articles", "other_document_links",
+                                   "other_document_ids"))
 _START_CUE = phrase_pattern(_ROLES["start"])
 AGREEMENT_DATE = re.compile(rf"{_START_CUE}(?:(?!{_END})[^.;]){{0,60}}?(?P<date>{DATE.pattern})", re.I)
 # "... to the Supply and Manufacturing Agreement <dated April 1, 2017>": the date of another document
 _OTHER_DOC_BEFORE = re.compile(rf"{phrase_pattern(_ROLES['other_articles'])}\s+(?:[\w&'’().-]+\s+){{0,6}}?"
                                rf"{phrase_pattern(_ROLES['other_documents'], plural=True)}\s*,?\s*"
+                               rf"(?:{phrase_pattern(_ROLES['other_document_ids'])}\s*[\w./#-]*\d[\w./#-]*\s*,?\s*)?"
                                rf"(?:{phrase_pattern(_ROLES['other_document_links'])}\s+(?:an?|the|its)\s+)?$", re.I)
 
 
