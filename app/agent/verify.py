@@ -44,6 +44,7 @@ AGREEMENT_DATE = re.compile(rf"{_START_CUE}(?:(?!{_END})[^.;]){{0,60}}?(?P<date>
 # "... to the Supply and Manufacturing Agreement <dated April 1, 2017>": the date of another document
 _OTHER_DOC_BEFORE = re.compile(rf"{phrase_pattern(_ROLES['other_articles'])}\s+(?:[\w&'’().-]+\s+){{0,6}}?"
                                rf"{phrase_pattern(_ROLES['other_documents'], plural=True)}\s*,?\s*"
+                               r"(?:\([^()]{1,40}\)\s*,?\s*)?"  # its short name: 'request for information ("RFI")'
                                rf"(?:{phrase_pattern(_ROLES['other_document_ids'])}\s*[\w./#-]*\d[\w./#-]*\s*,?\s*)?"
                                rf"(?:{phrase_pattern(_ROLES['other_document_links'])}\s+(?:an?|the|its)\s+)?$", re.I)
 
