@@ -190,6 +190,11 @@ def asks_which_way(question: str) -> bool:
     return len(directions_asked(question)) >= 2
 
 
+def asks_comparison(question: str) -> bool:
+    """The asking sentence (before any "?") sets figures side by side: "how does X compare to ...", "X versus Y"."""
+    return bool(_keys_in("comparisons", question.split("?")[0]))
+
+
 def asked_sign(question: str) -> Optional[str]:
     """positive | negative when the question asks whether a figure is above or below zero, else None."""
     return next(iter(_keys_in("sign_words", question)), None)

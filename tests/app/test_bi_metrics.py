@@ -156,6 +156,9 @@ def test_which_way_a_metric_moved_is_answered_by_its_catalogue_sense(env):
     assert head(out).startswith("The quick ratio rose from 0.68 in FY2018 to 0.78 in FY2019"), head(out)
     out = ask(env, "Did Acme's net profit margin decline between FY2018 and FY2019?")
     assert head(out).startswith("No, the net profit margin rose"), head(out)
+    # two years set side by side: both values and the way it went (70 / 280 = 25.0%, 40 / 162 = 24.7%)
+    out = ask(env, "How does Acme's effective tax rate in FY2019 compare to FY2018?")
+    assert head(out).startswith("The effective tax rate rose from 24.7% in FY2018 to 25.0% in FY2019"), head(out)
 
 
 def test_a_yes_no_question_about_a_metric_s_sign(env):

@@ -21,7 +21,7 @@ from app.agent.bi.periods import Period
 from app.agent.bi.program import fmt
 from app.agent.bi.question import parse_question
 from app.agent.bi.table import TableView
-from app.agent.vocabulary import asked_direction, asks_which_way, asks_yes_no
+from app.agent.vocabulary import asked_direction, asks_comparison, asks_which_way, asks_yes_no
 
 CONSISTENT = re.compile(r"\b(consistent|stable|steady|fluctuat\w*|volatil\w*)\b", re.I)
 THRESHOLD = re.compile(r"\b(?:more than|over|within|exceed\w*|beyond|above)\s+(?:roughly\s+|about\s+|approximately\s+|"
@@ -31,7 +31,7 @@ THRESHOLD = re.compile(r"\b(?:more than|over|within|exceed\w*|beyond|above)\s+(?
 def series_kind(question: str, periods: list[Period]) -> Optional[str]:
     """consistency | cagr | trend | average | change | None (one period). A trend: which way the metric moved
     ("has the quick ratio improved between FY2022 and FY2023?", "an improving gross margin as of FY2023?": the
-    year asked against the one before)."""
+    year asked against the one before), or two years set side by side ("how does it in FY2022 compare to FY2021?")."""
     if CONSISTENT.search(question):
         return "consistency"
     if CAGR.search(question) and len({p.year for p in periods}) >= 2:
@@ -46,6 +46,8 @@ def series_kind(question: str, periods: list[Period]) -> Optional[str]:
         return "average"
     if op in ("difference", "pct_change"):
         return "change"
+    if asks_comparison(question):  # "how does it in FY2022 compare to FY2021?": both years, and which way it went
+        return "trend"
     return None
 
 
@@ -103,8 +105,10 @@ class SeriesProgram(LeafProgram):
         exprs = [(value, "value")] + [(x, f"FY{p.target.year}") for x, p in zip(e, self.parts)]
         return select_sql(exprs, self.all_leaves, alias)
 
-    def _num(self, v: float, unit: bool = True) -> str:
+    def _num(self, v: float, unit: bool = True, value: bool = True) -> str:
         d = self.decimals if self.decimals is not None else (1 if self.metric.unit == "percent" else 2)
+        if value and self.decimals is None and 0 < abs(v) < 1:  # a value to two significant digits at least:
+            d = max(d, 2)  # 0.62%, not 0.6% (a change between values keeps the values' decimals)
         s = f"{round(v, d):,.{d}f}" if d > 0 else f"{int(round(v)):,}"
         return s + ("%" if unit and self.metric.unit == "percent" else "")
 
@@ -119,7 +123,7 @@ class SeriesProgram(LeafProgram):
         moved = {"up": change > 0, "down": change < 0, "change": change != 0, "better": good,
                  "worse": None if good is None else not good}.get(self.direction or "change")
         word = "rose" if change > 0 else ("fell" if change < 0 else "did not change")
-        size = f"{'up ' if change > 0 else 'down ' if change < 0 else ''}{self._num(abs(change), False)}{pts}"
+        size = f"{'up ' if change > 0 else 'down ' if change < 0 else ''}{self._num(abs(change), False, False)}{pts}"
         if self.metric.unit != "percent" and a:
             size += f", {abs(change) * 100.0 / abs(a):.1f}%"
         sense = "" if good is None else ("; an improvement" if good else "; a deterioration")
@@ -147,19 +151,20 @@ class SeriesProgram(LeafProgram):
             head = self._trend(vals, years, pts)
         elif self.agg == "change":
             head = (f"Change in {name}, {years[0]} to {years[-1]}: {self._num(vals[-1], False)} − "
-                    f"{self._num(vals[0], False)} = {self._num(value, False)}{pts}.")
+                    f"{self._num(vals[0], False)} = {self._num(value, False, False)}{pts}.")
         else:
             moves = []
             for (y0, a), (y1, b) in zip(zip(years, vals), list(zip(years, vals))[1:]):
                 word = "an increase" if b > a else ("a decline" if b < a else "no change")
-                moves.append(f"{word} of {self._num(abs(b - a), False)}{pts} between {y0} and {y1}")
+                moves.append(f"{word} of {self._num(abs(b - a), False, False)}{pts} between {y0} and {y1}")
             if self.threshold is not None:
                 ok = value <= self.threshold
                 verdict = (f"{'Yes' if ok else 'No'}, the {name} {'has' if ok else 'has not'} been consistent "
                            f"({'within' if ok else 'beyond'} roughly {fmt(self.threshold)}{pts} each year)")
             else:
                 verdict = f"The {name} by year"
-            head = f"{verdict}: {listing}; {'; '.join(moves)}. Largest year-over-year change = {self._num(value, False)}{pts}."
+            largest = self._num(value, False, False)
+            head = f"{verdict}: {listing}; {'; '.join(moves)}. Largest year-over-year change = {largest}{pts}."
         lines = [head, f"Formula: {name} = {show(self.parts[-1].tree)}; " + "; ".join(
             f"{y}: {p.with_values()} = {self._num(v)}" for y, p, v in zip(years, self.parts, vals)) + "."]
         lines.append("Rows used: " + "; ".join(leaf_line(leaf) for leaf in self.all_leaves) + ".")
