@@ -144,12 +144,13 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
         if defining and not any(defining in q for q in quotes):
             quotes = [defining] + quotes
         for quote in quotes:
-            lead = lead_in(slot, quote)
+            when = start_date(quote) if slot == "date" else ""  # read once: the lead-in and the gate
+            lead = lead_in(slot, quote, when)
             ok, _why = verify(ctype, question, lead, [quote])
             ok = ok or quote == defining  # the contract's own definition of the term asked about
             cite = citation(p, quote)
             more = {}
-            if stated and slot == "date" and (when := start_date(quote)):
+            if stated and when:
                 more["contradicted"] = contradiction(when, quote, stated)
             out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
                                     "rag", "clause", rank=len(out),
@@ -185,15 +186,16 @@ def extractive_answer(ctype: str | None, question: str, passages: list[dict]) ->
     return None
 
 
-def lead_in(slot: str, quote: str) -> str:
-    """A one-line lead-in read off the quote (a jurisdiction or a date), or "" (verified like any answer)."""
+def lead_in(slot: str, quote: str, when: str | None = None) -> str:
+    """A one-line lead-in read off the quote (a jurisdiction or a date), or "" (verified like any answer);
+    ``when``: the quote's ``start_date`` where the caller has read it already."""
     if slot == "jurisdiction":
         m = JURISDICTION.search(quote)
         if m:
             place = re.sub(r"^laws?\s+(?:in\s+force\s+)?(?:of|in)\s+(?:the\s+)?", "", m.group(0)).strip()
             return f"Governing law: {place}."
     if slot == "date":  # when it was made or took effect, not a date it runs until
-        when = start_date(quote)
+        when = start_date(quote) if when is None else when
         if when:
             return f"Date: {when.strip()}."
     return ""
