@@ -101,16 +101,21 @@ def _stated_elsewhere(deps, state, kind, passages: list[dict]) -> list[tuple[str
     phrases = asked_phrases(kind, state["question"])
     if not phrases:
         return []
+    return statements(phrases, [p.text for p in _documents_of(deps, state, passages)])
+
+
+def _documents_of(deps, state, passages: list[dict]) -> list:
+    """Every passage (in order) of the documents ``passages`` come from, the tenant's own only."""
     docs = list(dict.fromkeys(p["doc_id"] for p in passages))
-    return statements(phrases, [p.text for d in docs for p in deps.kb.document_passages(state["tenant"], d)])
+    return [p for d in docs for p in deps.kb.document_passages(state["tenant"], d)]
 
 
 def _whole_document(deps, state, passages: list[dict]) -> list[dict]:
     """Every passage of the one document the retrieved passages come from (in order), else the passages."""
-    docs = list(dict.fromkeys(p["doc_id"] for p in passages[:ANSWER_PASSAGES]))
-    if len(docs) != 1:
+    top = passages[:ANSWER_PASSAGES]
+    if len({p["doc_id"] for p in top}) != 1:
         return passages
-    return [passage_dict(p) for p in deps.kb.document_passages(state["tenant"], docs[0])] or passages
+    return [passage_dict(p) for p in _documents_of(deps, state, top)] or passages
 
 
 def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
