@@ -59,6 +59,8 @@ def own_dates(text: str) -> list[str]:
         if not _OTHER_DOC_BEFORE.search(text[max(0, cue - 120):cue]):
             out.append(m.group("date"))
     return out
+# an entity named: a capitalised name before the entity word ("Kiromic, Inc."), not a defined role ("the Company")
+NAMED_ENTITY = re.compile(rf"\b(?!(?i:the|this|such|said|each|either|any)\b)[A-Z][\w&'’.-]*,?\s+(?i:{ENTITY.pattern})")
 FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)+\b")  # two+ capitalised words: a name
 
@@ -96,7 +98,7 @@ def has_slot(slot: str, span: str) -> bool:
         return bool(own_dates(span))
     if slot == "parties":
         between = re.search(r"\b(between|among|entered into|by and)\b.{3,}\band\b", span, re.I | re.S)
-        entities = len(ENTITY.findall(span))
+        entities = len(NAMED_ENTITY.findall(span))
         roles = len(re.findall(r"[\"“][A-Z][^\"”]{1,40}[\"”]", span))
         return bool(between) and (entities >= 2 or (entities >= 1 and roles >= 1) or roles >= 2)
     return True

@@ -117,3 +117,15 @@ def test_the_statements_of_when_a_contract_takes_effect():
     event = ('This Agreement shall be effective as of that date (the "Effective Date") the Site becomes fully '
              'operational and shall continue for one (1) year from the Effective Date.')
     assert statements(phrases, [event]) == [(event, "")]
+
+
+def test_parties_are_named_not_referred_to_by_their_roles():
+    """A span states the parties when it names them ("Kiromic, Inc."), not when it speaks of "the Company" and
+    "you" in a boilerplate sentence: the parties slot counts entity words after a capitalised name only."""
+    from app.agent.verify import has_slot
+
+    assert not has_slot("parties", "the Company and constitute the complete agreement between you and the Company")
+    named = "This Agreement is entered into by and between Kiromic, Inc. and Acme Holdings LLC (the “Consultant”)."
+    assert has_slot("parties", named)
+    caps = "AGREEMENT between GOLD RESOURCE CORPORATION and HOCHSCHILD MINING HOLDINGS LIMITED"
+    assert has_slot("parties", caps)
