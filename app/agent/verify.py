@@ -34,6 +34,8 @@ JURISDICTION = re.compile(r"\b(?i:laws?)\s+(?i:in\s+force\s+in|of)\s+(?i:the\s+)
                           r"|\blaws?\s+(?:in\s+force\s+)?in\s+[A-Z][a-z]+")
 ENTITY = re.compile(r"\b(?:inc|llc|l\.l\.c|ltd|limited|corp|corporation|company|co|plc|lp|l\.p|llp|gmbh|ag|s\.a|"
                     r"b\.v|n\.v|pte|bank|trust|partners|university|fund)\b\.?", re.I)
+# an entity named: a capitalised name before the entity word ("Kiromic, Inc."), not a defined role ("the Company")
+NAMED_ENTITY = re.compile(rf"\b(?!(?i:the|this|such|said|each|either|any)\b)[A-Z][\w&'’.-]*,?\s+(?i:{ENTITY.pattern})")
 # a start cue, then a date within 60 characters of the same sentence, no end word between ("in effect until <date>")
 _END = phrase_pattern(word_lists("date_roles", ("end",))["end"])  # data: app/data/vocabulary.yaml
 _END_BEFORE = re.compile(rf"{_END}(?:(?!{_END})[^.;])*$", re.I)
@@ -59,8 +61,6 @@ def own_dates(text: str) -> list[str]:
         if not _OTHER_DOC_BEFORE.search(text[max(0, cue - 120):cue]):
             out.append(m.group("date"))
     return out
-# an entity named: a capitalised name before the entity word ("Kiromic, Inc."), not a defined role ("the Company")
-NAMED_ENTITY = re.compile(rf"\b(?!(?i:the|this|such|said|each|either|any)\b)[A-Z][\w&'’.-]*,?\s+(?i:{ENTITY.pattern})")
 FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)+\b")  # two+ capitalised words: a name
 

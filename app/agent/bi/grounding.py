@@ -54,10 +54,9 @@ def unnamed_head(m) -> str:
     much ("Number of shares") names no item. Empty where the head is named or the label has no "of"."""
     label = FOOTNOTE.sub("", m.row.label) or m.row.label
     head = OF_HEAD.match(label)
-    if not head or not m.matched:
-        return ""
-    words = content_words(head.group(1).split()[-1]) - GENERIC - TOTAL_WORDS if head.group(1).split() else set()
-    return "" if not words or words & m.matched else head.group(1).split()[-1]
+    last = head.group(1).split()[-1:] if head and m.matched else []
+    words = content_words(last[0]) - GENERIC - TOTAL_WORDS if last else set()
+    return "" if not words or words & m.matched else last[0]
 
 
 def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]:

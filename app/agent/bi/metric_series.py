@@ -105,7 +105,7 @@ class SeriesProgram(LeafProgram):
         exprs = [(value, "value")] + [(x, f"FY{p.target.year}") for x, p in zip(e, self.parts)]
         return select_sql(exprs, self.all_leaves, alias)
 
-    def _num(self, v: float, unit: bool = True, value: bool = True) -> str:
+    def _num(self, v: float, unit: bool = True, *, value: bool = True) -> str:
         d = self.decimals if self.decimals is not None else (1 if self.metric.unit == "percent" else 2)
         if value and self.decimals is None and 0 < abs(v) < 1:  # a value to two significant digits at least:
             d = max(d, 2)  # 0.62%, not 0.6% (a change between values keeps the values' decimals)
@@ -123,7 +123,8 @@ class SeriesProgram(LeafProgram):
         moved = {"up": change > 0, "down": change < 0, "change": change != 0, "better": good,
                  "worse": None if good is None else not good}.get(self.direction or "change")
         word = "rose" if change > 0 else ("fell" if change < 0 else "did not change")
-        size = f"{'up ' if change > 0 else 'down ' if change < 0 else ''}{self._num(abs(change), False, False)}{pts}"
+        by = self._num(abs(change), False, value=False)
+        size = f"{'up ' if change > 0 else 'down ' if change < 0 else ''}{by}{pts}"
         if self.metric.unit != "percent" and a:
             size += f", {abs(change) * 100.0 / abs(a):.1f}%"
         sense = "" if good is None else ("; an improvement" if good else "; a deterioration")
@@ -151,19 +152,19 @@ class SeriesProgram(LeafProgram):
             head = self._trend(vals, years, pts)
         elif self.agg == "change":
             head = (f"Change in {name}, {years[0]} to {years[-1]}: {self._num(vals[-1], False)} − "
-                    f"{self._num(vals[0], False)} = {self._num(value, False, False)}{pts}.")
+                    f"{self._num(vals[0], False)} = {self._num(value, False, value=False)}{pts}.")
         else:
             moves = []
             for (y0, a), (y1, b) in zip(zip(years, vals), list(zip(years, vals))[1:]):
                 word = "an increase" if b > a else ("a decline" if b < a else "no change")
-                moves.append(f"{word} of {self._num(abs(b - a), False, False)}{pts} between {y0} and {y1}")
+                moves.append(f"{word} of {self._num(abs(b - a), False, value=False)}{pts} between {y0} and {y1}")
             if self.threshold is not None:
                 ok = value <= self.threshold
                 verdict = (f"{'Yes' if ok else 'No'}, the {name} {'has' if ok else 'has not'} been consistent "
                            f"({'within' if ok else 'beyond'} roughly {fmt(self.threshold)}{pts} each year)")
             else:
                 verdict = f"The {name} by year"
-            largest = self._num(value, False, False)
+            largest = self._num(value, False, value=False)
             head = f"{verdict}: {listing}; {'; '.join(moves)}. Largest year-over-year change = {largest}{pts}."
         lines = [head, f"Formula: {name} = {show(self.parts[-1].tree)}; " + "; ".join(
             f"{y}: {p.with_values()} = {self._num(v)}" for y, p, v in zip(years, self.parts, vals)) + "."]
