@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from app.agent.company_scope import (CompanyScope, _is_term, company_scope_of, mentions, not_in_documents_text,
                                      without_companies)
 from app.agent.filing_scope import STRONG, FilingAsk, ask_of, narrow
+from app.agent.vocabulary import phrase_pattern, word_lists
 from ingest.facts.profile import STOP, WORD, words  # noqa: F401 (the profile's tokenizer, shared with ingest)
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,9 @@ BETWEEN = re.compile(r"\b(?:by and )?between\b.+?(?=[;:?]|,\s*(?:what|which|who|
 PERIODS = re.compile(r"(?:by and )?between\s+(?:the\s+)?(?:end\s+of\s+(?:the\s+)?)?(?:(?:19|20)\d{2}\b|FY\s*'?\d{2,4}\b|"
                      r"Q[1-4]|fiscal\b|(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter|(?:January|February|March|April|"
                      r"May|June|July|August|September|October|November|December)\s+\d)", re.I)
-ENTITY_WORD = re.compile(r"\b(?:Inc|LLC|L\.L\.C|Ltd|Limited|Corp|Corporation|Company|Co|plc|LP|L\.P|LLP|GmbH|AG|S\.A|"
-                         r"B\.V|N\.V|Bank|Trust|Partners)\b\.?")
+# an entity's name ends here ("Acme Inc"): capitalised, so "the company's" stays a word of a period phrase
+ENTITY_WORD = re.compile(rf"(?-i:(?=[A-Z])){phrase_pattern(word_lists('entity_names', ('suffixes',))['suffixes'])}\.?",
+                         re.I)
 DOC_PHRASE = re.compile(r"\bthe\s+((?:[A-Z0-9][\w&'.-]*\s+){0,8}(?:Agreement|Contract|Lease|License|Licence|NDA|"
                         r"Amendment|Plan|Note|Indenture|Memorandum))\b")
 # words that say what is asked rather than which document: never taken for names

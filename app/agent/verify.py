@@ -32,10 +32,11 @@ AMOUNT = re.compile(r"(?:\$|usd|us\$|eur|€|£|gbp)\s?\d|\d[\d,.]*\s*(?:dollars
 JURISDICTION = re.compile(r"\b(?i:laws?)\s+(?i:in\s+force\s+in|of)\s+(?i:the\s+)?(?i:state\s+of\s+|commonwealth\s+of\s+|province\s+of\s+|"
                           r"republic\s+of\s+|kingdom\s+of\s+)?[A-Z][A-Za-z]+(?:\s+[A-Z][a-z]+)?|\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+law\b"
                           r"|\blaws?\s+(?:in\s+force\s+)?in\s+[A-Z][a-z]+")
-ENTITY = re.compile(r"\b(?:inc|llc|l\.l\.c|ltd|limited|corp|corporation|company|co|plc|lp|l\.p|llp|gmbh|ag|s\.a|"
-                    r"b\.v|n\.v|pte|bank|trust|partners|university|fund)\b\.?", re.I)
+_NAMES = word_lists("entity_names", ("suffixes", "determiners"))  # data: app/data/vocabulary.yaml
+ENTITY = re.compile(rf"{phrase_pattern(_NAMES['suffixes'])}\.?", re.I)
 # an entity named: a capitalised name before the entity word ("Kiromic, Inc."), not a defined role ("the Company")
-NAMED_ENTITY = re.compile(rf"\b(?!(?i:the|this|such|said|each|either|any)\b)[A-Z][\w&'’.-]*,?\s+(?i:{ENTITY.pattern})")
+NAMED_ENTITY = re.compile(rf"\b(?!(?i:{phrase_pattern(_NAMES['determiners'])})\b)[A-Z][\w&'’.-]*,?\s+"
+                          rf"(?i:{ENTITY.pattern})")
 # a start cue, then a date within 60 characters of the same sentence, no end word between ("in effect until <date>")
 _END = phrase_pattern(word_lists("date_roles", ("end",))["end"])  # data: app/data/vocabulary.yaml
 _END_BEFORE = re.compile(rf"{_END}(?:(?!{_END})[^.;])*$", re.I)
