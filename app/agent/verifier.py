@@ -26,7 +26,9 @@ whose span states less than half of the rest ("what exceptions apply to the non-
 non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
 notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
 change in the average" answered by an average), a date another sentence of the contract contradicts when the
-question speaks of how the contract states it ("become effective": ``clauses.restated``). A BI program's ``cov``
+question speaks of how the contract states it ("become effective": ``clauses.restated``), a clause span that
+says the question's words only where it refers back to them ("the license granted under this Agreement will be
+exclusive": ``clauses.references``). A BI program's ``cov``
 is the share of the question's item words its rows, columns and title explain (``bi.grounding``). The weights
 and thresholds are calibrated on the dev sets per kind of candidate (``app/evaluation/calibrate.py`` writes
 ``app/data/verifier.json``) for supported precision >= 0.9; a kind the dev sets have not measured is never
@@ -46,6 +48,7 @@ import numpy as np
 
 from app.agent.bi.question import operation_unmet
 from app.agent.clauses.definitions import defines
+from app.agent.clauses.references import referred_only
 from app.agent.clauses.taxonomy import asked_words, stems
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
@@ -239,6 +242,12 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
         gates.append("the question asks more than its clause kind, and the cited text does not say it")
     if candidate.get("contradicted"):  # another sentence of the contract states the value asked otherwise
         gates.append(f"the contract states it otherwise: \u201c{candidate['contradicted'][:160]}\u201d")
+    if frame is not None and candidate.get("route") == "rag" and slot in (None, "", "clause") and x["fit"] >= HALF:
+        # a question that asks for the kind itself ("what license is granted?"), not for what else holds of it
+        # ("is the license non-transferable?", which a back-reference may answer)
+        ref = referred_only(frame.query, span)
+        if ref:  # "the license granted ... under this Agreement will be exclusive": the grant is stated elsewhere
+            gates.append(f"the cited text only refers back to what is asked (\u201c{ref}\u201d)")
     besides = _named_besides(frame, kind)
     if besides and candidate.get("route") == "rag" and not {w[:5] for w in besides} & {w[:5] for w in stems(
             f"{sections} {span}")}:

@@ -17,6 +17,12 @@ def _x(**values) -> list[float]:
     return [float({**base, **values}.get(k, 0.0)) for k in FEATURES]
 
 
+def cand(quote: str) -> dict:
+    """A clause quote as the rag route hands it to the verifier."""
+    return {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
+            "source": "clause", "check": True, "rank": 0}
+
+
 def _questions(kind: str, n: int, informative: bool, seed: int) -> list[Question]:
     """One candidate per question; when informative, a right answer's span is similar to the question."""
     rng = random.Random(seed)
@@ -125,10 +131,6 @@ def test_what_the_kind_does_not_explain_must_be_stated_by_the_span():
     frame = SimpleNamespace(query=q, doc_ids=None, ask="text")
     grant = built_in().get("license grant")
 
-    def cand(quote):
-        return {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
-                "source": "clause", "check": True, "rank": 0}
-
     x, gates = features(frame, cand("Licensor grants Licensee a non-exclusive license to use the Software."), 0.5,
                         0.5, grant)
     assert x["fit"] < 0.5 and x["rest"] == 0.0
@@ -192,10 +194,6 @@ def test_a_question_that_also_names_another_kind_needs_a_span_that_speaks_of_it(
     assert kind.name == "notice period" and built_in().named_besides(kind, q) == {"renewa"}
     frame = SimpleNamespace(query=q, doc_ids=None, ask="text")
 
-    def cand(quote):
-        return {"answer": f"\u201c{quote}\u201d", "citations": [{"quote": quote, "doc_id": "d"}], "route": "rag",
-                "source": "clause", "check": True, "rank": 0}
-
     _, gates = features(frame, cand("Either party may terminate this Agreement upon ninety (90) days written notice."),
                         0.5, 0.5, kind)
     assert any("also names" in g for g in gates)
@@ -203,6 +201,39 @@ def test_a_question_that_also_names_another_kind_needs_a_span_that_speaks_of_it(
                                     "at least sixty (60) days before the end of the term."), 0.5, 0.5, kind)
     assert not gates
     assert built_in().named_besides(built_in().get("governing law"), "What is the governing law?") == set()
+
+
+def test_a_span_that_only_refers_back_to_what_is_asked_is_gated():
+    """"The license granted to IntriCon under this Agreement will be exclusive" names the license only by pointing
+    back to the grant: it does not answer whether the contract grants a license. The grant itself does, and so
+    does a back-reference that states what else is asked ("non-transferable")."""
+    from types import SimpleNamespace
+
+    from app.agent.clauses.references import referred_only
+    from app.agent.clauses.taxonomy import built_in
+    from app.agent.verifier import features
+
+    q = "Does the contract contain a license granted by one party to its counterparty?"
+    frame = SimpleNamespace(query=q, doc_ids=None, ask="text")
+    grant = built_in().get("license grant")
+
+    _, gates = features(frame, cand("The license granted to IntriCon under this Agreement will, upon payment, be "
+                                    "exclusive."), 0.5, 0.5, grant)
+    assert gates == ["the cited text only refers back to what is asked "
+                     "(\u201cThe license granted to IntriCon under\u201d)"]
+    # a name outside the reference ("Licensee") is a party, not the license stated again
+    assert referred_only(q, "The license granted by this Agreement is personal to Licensee.")
+    _, gates = features(frame, cand("Subject to the terms set forth in Section 2, Licensor hereby grants to Licensee "
+                                    "a non-exclusive license to use the Software."), 0.5, 0.5, grant)
+    assert not gates
+    transfer = "Does the contract limit the ability of a party to transfer the license being granted to a third party?"
+    assert not referred_only(transfer, "The license granted hereunder is non-transferable.")
+    # a question asking what else holds of the kind: a back-reference may answer it
+    _, gates = features(SimpleNamespace(query="Is the license non-transferable or limited in its transfer to third "
+                                              "parties?", doc_ids=None, ask="text"),
+                        cand("Licensee may not assign the license granted under this Agreement."), 0.5, 0.5, grant)
+    assert not any("refers back" in g for g in gates)
+    assert not referred_only(q, "Neither party shall assign this Agreement.")  # says nothing asked: not this gate's
 
 
 def test_the_threshold_holds_for_questions_of_no_known_kind_too():
