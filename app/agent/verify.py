@@ -22,7 +22,7 @@ MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|au
 NUMWORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|" \
           r"forty-five|fifty|sixty|ninety|hundred|\d+)"
 DATE = re.compile(
-    rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?{MONTH},?\s+\d{{4}}\b"
+    rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,\s*|\s+)\d{{4}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?{MONTH},?\s+\d{{4}}\b"
     rf"|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|\b\d{{4}}-\d{{2}}-\d{{2}}\b|\bday of\s+{MONTH},?\s+(?:\d{{4}}|\[)", re.I)
 DURATION = re.compile(rf"\b{NUMWORD}(?:\s*\(\d+\))?[\s-]+(?:calendar\s+|business\s+|consecutive\s+|full\s+)?"
                       rf"(?:day|week|month|year|anniversar)|\bperpetu|\bindefinite|\bannual(?:ly)?\b|\byear[\s-]to[\s-]year\b"

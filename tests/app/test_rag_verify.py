@@ -117,6 +117,12 @@ def test_the_statements_of_when_a_contract_takes_effect():
     event = ('This Agreement shall be effective as of that date (the "Effective Date") the Site becomes fully '
              'operational and shall continue for one (1) year from the Effective Date.')
     assert statements(phrases, [event]) == [(event, "")]
+    # the contract by the name its title gives it ("This Promotion Agreement ..." then "This promotion shall begin")
+    opening = 'Promotion Agreement between PageMaster Corporation and Go Call, Inc. dated March 12,1999.'
+    term = 'This promotion shall begin on June 1,1999 and shall terminate June 1, 2000 (herein "Term").'
+    assert statements(phrases, [opening, term]) == [(term, "June 1,1999")]
+    assert statements(phrases, [opening, "This Section shall begin on June 1, 1999."]) == []
+    assert statements(phrases, ["Supply Agreement dated May 1, 2001.", term]) == []  # not its name
 
 
 def test_parties_are_named_not_referred_to_by_their_roles():

@@ -179,6 +179,15 @@ def test_a_span_that_defines_the_term_the_question_names_is_evidence():
     # a definition that only points elsewhere is no definition: the answer is where it points
     assert not defines(q, "\u201cEffective Date\u201d has the meaning assigned to it in Section 3.1.")
     assert not defines(q, "\u201cEffective Date\u201d means the date first written above.")
+    # a quoted term used, not defined: the definition is elsewhere
+    assert not defines(q, "XIMAGE's obligations hereunder shall become effective upon the \"Effective Date\" and "
+                          "shall remain in full force and effect for at least one year thereafter.")
+    assert defines(q, "(b) \u201cEffective Date\u201d is the date of the most recent final signature on this Agreement.")
+    assert defines(q, "made on June 1, 2010 (hereinafter referred to as the \"Effective Date\").")
+    parties = "who are the parties to this agreement?"
+    assert defines(parties, "Acme Inc. (\u201cAcme\u201d) and Beta LLC, each a \u201cParty\u201d and together the "
+                            "\u201cParties\u201d.")
+    assert not defines(parties, "The decision requires the \u201cParties\u201d consent in writing.")
 
 
 def test_a_question_that_also_names_another_kind_needs_a_span_that_speaks_of_it():

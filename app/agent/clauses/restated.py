@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from app.agent.clause_types import flat
-from app.agent.clauses.definitions import CROSS_REFERENCE
+from app.agent.clauses.definitions import CROSS_REFERENCE, defined_at
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.text import sentences
 from app.agent.verify import DATE, start_date
@@ -26,13 +26,17 @@ from app.agent.vocabulary import phrase_pattern, word_lists
 _ROLES = word_lists("date_roles", ("this_document", "subjects", "subordinators"))
 _THIS_DATE = re.compile(phrase_pattern(_ROLES["this_document"]), re.I)
 _CONTRACT = re.compile(phrase_pattern(_ROLES["subjects"], plural=True), re.I)
-_DEFINED_BEFORE = re.compile(r"\(\s*(?:the\s+|hereinafter\s+)?[\"“”']\s*$", re.I)  # (the “Effective Date”)
-_MEANS_AFTER = re.compile(r"^\s*[\"“”']?\s*(?:means|shall mean|is defined)\b", re.I)
 _QUOTE_CLOSE = re.compile(r"\s*[\"“”']?\s*")
 _SUBORDINATE = re.compile(rf"{phrase_pattern(_ROLES['subordinators'])}\s+(?:this|the|such)?\s*$", re.I)
 _OF_BEFORE = re.compile(r"\bof\s+(?:this|the|such|that)?\s*$", re.I)
 _OF_AFTER = re.compile(r"^\s*of\b", re.I)  # "the effective date of such termination": another thing's date
 _BLANK = re.compile(r"_{3,}|,\s*,|\[\s*\]")  # a form left blank states nothing
+# what a contract calls itself: its title's words before "Agreement" ("This Promotion shall begin on June 1") and
+# a one-word short name its opening defines ('(the "JSMA")')
+_TITLE = re.compile(r"((?:[A-Z][\w&'-]*\s+){1,3})(?:AGREEMENT|Agreement|CONTRACT|Contract)\b")
+_SHORT_NAME = re.compile(r"\(\s*(?:(?:herein|hereinafter)\s+(?:referred\s+to\s+as\s+)?)?(?:the\s+)?[\"\u201c]"
+                         r"([A-Z][\w-]{1,24})[\"\u201d]\s*\)")
+OPENING = 1500  # the characters of a contract's opening that name it
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
@@ -50,7 +54,7 @@ def _is_term(text: str) -> bool:
     return all(w[:1].isupper() for w in text.split())
 
 
-def _states(sentence: str, pattern: re.Pattern) -> bool:
+def _states(sentence: str, pattern: re.Pattern, names: re.Pattern | None = None) -> bool:
     """The sentence states the value: a term being defined ("(the “Effective Date”)", "“Commencement Date”
     means"), or a phrase in plain words whose subject is the contract or its term ("The term of this Agreement
     shall commence on ..."; not "The Parties shall commence performance"), and no term used as a reference."""
@@ -60,20 +64,29 @@ def _states(sentence: str, pattern: re.Pattern) -> bool:
         if _is_term(m.group(0)):
             if CROSS_REFERENCE.match(after, _QUOTE_CLOSE.match(after).end()):
                 return False  # "“Effective Date” has the meaning set forth in Section 3.1": stated there
-            if _DEFINED_BEFORE.search(before) or _MEANS_AFTER.search(after):
+            if defined_at(sentence, m.start(), m.end()):
                 defined = True
             else:
                 used = True  # "shall commence on the Effective Date": the term used, not stated
-        elif not _OF_AFTER.search(after) and _subject_before(before):
+        elif not _OF_AFTER.search(after) and _subject_before(before, names):
             stated = True
     return defined or (stated and not used)
 
 
-def _subject_before(before: str) -> bool:
-    """The contract or its term is the subject of the phrase that follows ``before``: a subject word at most two
-    words before it, and not the object of another noun ("No assignment of this Agreement shall be effective";
-    "The term of this Agreement shall commence" is its term)."""
-    subjects = list(_CONTRACT.finditer(before))
+def own_names(opening: str) -> re.Pattern | None:
+    """"this" and a word the contract calls itself by in its ``opening``: the words of its title before
+    "Agreement" ("Promotion" of "Promotion Agreement"), a one-word short name it defines ("JSMA"); None if none."""
+    words = {w for m in _TITLE.finditer(opening) for w in m.group(1).split()} | set(_SHORT_NAME.findall(opening))
+    words = {w for w in words if stems(w)}  # "This", "THE": no name
+    return re.compile(rf"\bthis\s+{phrase_pattern(sorted(words))}", re.I) if words else None
+
+
+def _subject_before(before: str, names: re.Pattern | None = None) -> bool:
+    """The contract or its term is the subject of the phrase that follows ``before``: a subject word (or "this"
+    and one of the contract's ``names``) at most two words before it, and not the object of another noun ("No
+    assignment of this Agreement shall be effective"; "The term of this Agreement shall commence" is its term)."""
+    subjects = sorted(list(_CONTRACT.finditer(before)) + (list(names.finditer(before)) if names else []),
+                      key=lambda m: m.end())
     if not subjects:
         return False
     last = subjects[-1]
@@ -94,10 +107,16 @@ def statements(phrases: tuple[str, ...], texts: list[str]) -> list[tuple[str, st
     if not phrases:
         return []
     pattern = re.compile(phrase_pattern(phrases, plural=True), re.I)
+    opening = ""
+    for text in texts:  # the documents' first passages, as far as the opening reaches
+        opening = f"{opening} {text}"
+        if len(opening) >= OPENING:
+            break
+    names = own_names(flat(opening)[:OPENING])
     out = []
     for text in texts:
         for s in sentences(flat(text)):
-            if pattern.search(s) and _states(s, pattern) and not _THIS_DATE.search(s) and not _BLANK.search(s):
+            if pattern.search(s) and _states(s, pattern, names) and not _THIS_DATE.search(s) and not _BLANK.search(s):
                 m = DATE.search(s)
                 out.append((s, start_date(s) or (m.group(0) if m else "")))
     return out
