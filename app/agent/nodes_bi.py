@@ -56,6 +56,13 @@ def chart_spec(prog: Program, columns: list[str], rows: list[list], title: str) 
     return {"data": data, "layout": {"title": {"text": title}, "barmode": "group"}}
 
 
+def _figure(value) -> bool:
+    """A cell that holds a number (SQL returns numbers for figures, text for "n/a" or a dash)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value == value  # NaN is no figure
+    return bool(re.search(r"\d", str(value or "")))
+
+
 def _squash(text: str) -> str:
     return "".join(text.lower().split())
 
@@ -164,6 +171,8 @@ def make_bi_node(deps: AgentDeps):
                 return None  # the SQL did not compute what the program says
         elif not rows:
             return None
+        elif not any(_figure(v) for r in rows for v in r[1:]):  # "n/a", "—": the cells read hold no figure
+            prog.doubts.append("the cells read hold no figure")
         table = prog.table
         needles = list(dict.fromkeys(o.row.label for o in prog.operands))
         text = yes_no(state["question"], prog, value) + answer_text(prog, value, sql, asked_scale(state["question"]))

@@ -219,3 +219,53 @@ def test_a_column_the_question_names_is_read_and_an_unread_named_column_is_a_dou
     assert column_doubts(view, pq, prog) == ["the question names the column 'As reported', which the program does "
                                              "not read"]
 
+
+
+ORION = """<html><body><h1>Orion Inc annual report 2019</h1>
+<p>Consolidated statements of operations (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Total revenues</td><td>2,000</td><td>1,800</td></tr>
+<tr><td>Backlog</td><td>n/a</td><td>300</td></tr>
+<tr><td>Interest and other expense, net</td><td>30</td><td>25</td></tr>
+</table>
+<p>The following table summarizes the Retail segment's performance (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Revenues</td><td>500</td><td>450</td></tr>
+<tr><td>Operating profit</td><td>50</td><td>40</td></tr>
+</table>
+</body></html>"""
+
+
+@pytest.fixture(scope="module")
+def orion(tmp_path_factory):
+    yield from bi_env(tmp_path_factory, "bi-parts", "ORION_2019_10K.html", ORION, 2)
+
+
+def test_a_cell_with_no_figure_a_segment_s_table_and_prose_above_a_table_are_doubts(orion):
+    """Four held-out failures of new analyst questions: a cell that reads "n/a", a table about one segment for a
+    question about the company, a row that lumps the item with others, and a row ("% of revenues") whose only
+    link to the question ("inventory turnover") is the prose above its table."""
+    out = ask_bi(orion, "bi-parts", "What was the backlog in 2018?")
+    assert out["supported"] is True and "300" in out["answer"], out
+    out = ask_bi(orion, "bi-parts", "What was the backlog in 2019?")
+    assert out["supported"] is False, out
+    out = ask_bi(orion, "bi-parts", "What was the operating profit in 2019?")
+    assert out["supported"] is False and "Retail segment" in out["answer"], out
+    out = ask_bi(orion, "bi-parts", "What was the Retail operating profit in 2019?")
+    assert out["supported"] is True and "50" in out["answer"], out
+    # a row that holds the item with others: not the interest expense alone
+    out = ask_bi(orion, "bi-parts", "What was the interest expense in 2019?")
+    assert out["supported"] is False and "and other" in out["answer"], out
+    assert ask_bi(orion, "bi-parts", "What was the interest and other expense in 2019?")["supported"] is True
+    # the words a program reads: its rows, columns, the table's title and a heading above it, not prose
+    from types import SimpleNamespace as NS
+
+    from app.agent.bi.grounding import _explained
+
+    prose = ("Selling costs rose in the year as we worked to reduce excess stock, while inventory turnover improved "
+             "as shipments recovered and other costs fell.")
+    prog = NS(operands=[NS(row=NS(text="% of revenues"), col=NS(title="2019"))])
+    assert "invent" not in _explained(NS(info=NS(title="TOTAL SELLING EXPENSE", section=prose)), prog)
+    assert "invent" in _explained(NS(info=NS(title="TOTAL SELLING EXPENSE", section="Inventory turnover")), prog)

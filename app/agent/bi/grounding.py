@@ -20,8 +20,9 @@ import re
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, operations_asked
 from app.agent.text import content_words
-from app.agent.vocabulary import row_kinds, word_lists
+from app.agent.vocabulary import phrase_regex, row_kinds, vocabulary, word_lists
 
+LUMPED = phrase_regex(vocabulary().get("lumped_rows") or ())  # data: "Interest and other expense"
 ROW_LEX = 0.75  # (almost) every label word named by the question or a synonym
 ROW_DENSE = 0.75  # or an embedding this close, sharing a word
 COVER = 0.6  # share of the question's item words the rows, columns and title used explain
@@ -71,9 +72,14 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
                 doubts.append(f"the row {row.label!r} is not clearly what the question names")
             elif m is not None and (head := unnamed_head(m)):
                 doubts.append(f"the row {row.label!r} is a {head.lower()}, which the question does not name")
+            elif (lump := LUMPED.search(row.label)) and not LUMPED.search(pq.text):
+                doubts.append(f"the row {row.label!r} holds the item {lump.group(0).lower()} items together")
     kind = kind_of_rows(pq.text)
     if over_all_rows and kind and not content_words(kind) <= _table_words(view, rows):
         doubts.append(f"the table does not say its rows are the {kind} items the question ranks")
+    part = _named_part(view, pq)
+    if part and not over_all_rows:
+        doubts.append(f"the table is about the {part}, which the question does not name")
     want = content_words(entity_text(pq.phrase)) - GENERIC
     if want and not over_all_rows:
         left = want - _explained(view, prog)
@@ -139,17 +145,42 @@ def kind_of_rows(question: str) -> str:
 HEADING_CHARS = 80  # a section this short is a heading; a longer one is the prose above the table
 
 
+_PART = re.compile(r"\b[Tt]he\s+([A-Z][\w/&.-]*)\s+([a-z]+)\b")  # "the Retail/LTC segment", not "Reportable segment"
+
+
+def _named_part(view, pq: ParsedQuestion) -> str:
+    """The part of a company a table's title is about, named ("the Retail/LTC segment's performance"; not a kind of
+    part, "Reportable segment and product category revenue"), where the question names neither that part nor any
+    part: the table's "Total revenues" are the part's, not the company's. The kinds of part are data
+    (``vocabulary.yaml row_kinds``)."""
+    kinds, asked = row_kinds(), set(re.findall(r"[a-z]+", pq.text.lower()))
+    if asked & set(kinds):
+        return ""
+    for m in _PART.finditer(view.info.title or ""):
+        name, kind = m.group(1), m.group(2)
+        words = content_words(name)  # "Our business": no name
+        if kind in kinds and words and not words & content_words(pq.text) and name.lower() not in kinds:
+            return f"{name} {kind}"
+    return ""
+
+
+def _heading(view) -> str:
+    """The section above a table where it is a heading; "" where it is prose, which may say any word."""
+    section = getattr(view.info, "section", "") or ""
+    return section if len(section) <= HEADING_CHARS else ""
+
+
 def _table_words(view, rows: list) -> set[str]:
     """The words by which a table says what its rows are: title, a heading above it, headers, row sections."""
-    section = getattr(view.info, "section", "") or ""
-    return expanded_words(" ; ".join([view.info.title or "", section if len(section) <= HEADING_CHARS else "",
-                                      *(c.title for c in view.cols), *(r.section for r in rows)]))
+    return expanded_words(" ; ".join([view.info.title or "", _heading(view), *(c.title for c in view.cols),
+                                      *(r.section for r in rows)]))
 
 
 def _explained(view, prog) -> set[str]:
-    """The words (synonyms expanded) of the rows, columns, table title and section a program reads."""
+    """The words (synonyms expanded) of the rows, columns, table title and heading a program reads: the prose
+    above a table ("... to reduce excess inventory ...") does not say what a row of it is."""
     texts = [t for o in prog.operands for t in (o.row.text, o.col.title)]
-    return expanded_words(" ; ".join(texts + [view.info.title or "", getattr(view.info, "section", "") or ""]))
+    return expanded_words(" ; ".join(texts + [view.info.title or "", _heading(view)]))
 
 
 def column_doubts(view, pq: ParsedQuestion, prog) -> list[str]:
