@@ -40,10 +40,10 @@ def defined_at(text: str, start: int, end: int) -> bool:
 
 
 def named_terms(question: str, text: str) -> list[str]:
-    """The quoted terms ``text`` defines (``defined_at``) that the question names: every content word of the term is a word of the
-    question, and the term carries two of its words or half of them ("Effective Date" for "when does it become
-    effective?", "Territory" for "what is the territory?", not "License" for "what license is granted and by
-    whom?")."""
+    """The quoted terms ``text`` defines (``defined_at``) that the question names: every content word of the term
+    is a word of the question, and the term carries two of its words or half of them ("Effective Date" for "when
+    does it become effective?", "Territory" for "what is the territory?", not "License" for "what license is
+    granted and by whom?")."""
     asked = asked_words(question)
     out = []
     for m in DEFINED_TERM.finditer(text):
