@@ -181,6 +181,8 @@ def eval_(
     render: str = typer.Option("html", help="TAT-QA documents as html | pdf"),
     workers: int = typer.Option(1, help="questions in flight at once (the engine batches them)"),
     report_only: bool = typer.Option(False, "--report-only", help="score what the journal holds; ask nothing new"),
+    unseen_kinds: bool = typer.Option(False, "--unseen-kinds", help="without the shipped clause kinds: every "
+                                      "question answered as one of a kind nobody wrote"),
 ) -> None:
     """Evaluate retrieval and answers on a dataset: recall@k, accuracy, citations, supported precision."""
     from app.evaluation.command import eval_command
@@ -189,7 +191,7 @@ def eval_(
         eval_command(get_settings(), dataset, kind=kind, limit=limit, docs=docs, mode=mode,
                      retrieval_only=retrieval_only, out=out, data_dir=data_dir, names=names,
                      categories=category or None, render=render, workers=workers,
-                     report_only=report_only)
+                     report_only=report_only, unseen_kinds=unseen_kinds)
     except ValueError as exc:
         typer.echo(f"lexicon eval: {exc}", err=True)
         raise typer.Exit(2)

@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     # write a model draft on the RAG route even where the verifier can never support one (its kind not measured
     # on the dev sets): off, the time goes to answers that can be verified, and the found passages are the answer
     draft_unverifiable: bool = False
+    # the shipped clause kinds (app/data/clause_kinds.yaml) beside a tenant's playbook; off, only the playbook is
+    # read, and every other question is answered from its own words (`lexicon eval --unseen-kinds` measures that)
+    built_in_clause_kinds: bool = True
 
     # Server
     host: str = "127.0.0.1"

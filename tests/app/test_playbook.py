@@ -54,6 +54,23 @@ def test_a_bad_kind_writes_nothing(engine):
         playbook.add_kinds(engine, "t1", [KIND, KIND])
 
 
+def test_without_the_built_in_kinds_only_the_playbook_is_read(engine):
+    """``built_in_clause_kinds`` off (how ``lexicon eval --unseen-kinds`` asks every question as one of a kind
+    nobody wrote): the tenant's own kinds stay, the shipped ones are gone, and the question reads no kind."""
+    from types import SimpleNamespace
+
+    from app.agent.clauses import playbook
+    from app.settings import Settings
+
+    playbook.add_kinds(engine, "t1", [KIND])
+    on = SimpleNamespace(engine=engine, settings=Settings())
+    off = SimpleNamespace(engine=engine, settings=Settings(built_in_clause_kinds=False))
+    assert {"governing law", "non-disparagement"} <= set(names(playbook.taxonomy_for(on, "t1")))
+    assert names(playbook.taxonomy_for(off, "t1")) == ["non-disparagement"]
+    assert playbook.taxonomy_for(off, "t2").match("What is the governing law?") is None
+    assert playbook.taxonomy_for(on, "t2").match("What is the governing law?").name == "governing law"
+
+
 def test_the_cli_adds_lists_and_removes_per_tenant(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

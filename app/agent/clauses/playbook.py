@@ -98,9 +98,11 @@ def remove_kind(engine: sa.Engine, tenant: str, name: str) -> bool:
 
 
 def taxonomy_for(kb, tenant: str) -> Taxonomy:
-    """The built-in kinds with the tenant's playbook merged over them (``kb``: a KnowledgeBase or TenantKB)."""
+    """The built-in kinds with the tenant's playbook merged over them (``kb``: a KnowledgeBase or TenantKB);
+    the playbook alone where the settings turn the built-in kinds off."""
     base = getattr(kb, "kb", kb)
     engine = getattr(base, "engine", None)
-    if engine is None:
-        return get_taxonomy()
-    return get_taxonomy(list_kinds(engine, tenant))
+    own = list_kinds(engine, tenant) if engine is not None else []
+    if not getattr(getattr(base, "settings", None), "built_in_clause_kinds", True):
+        return Taxonomy(own)
+    return get_taxonomy(own)
