@@ -89,7 +89,9 @@ def make_rag_nodes(deps: AgentDeps):
             drafted = _model_answer(deps, state, config, graded[:MAX_CONTEXT_PASSAGES])
             if drafted:
                 cands.append(as_candidate(drafted, "rag", "model", rank=len(cands)))
-        cands += passage_candidates(question, ctype, passages[:RELATED], start=len(cands))
+        # a question of no known kind: the best sentence of each unit the finder read for its own words, as many
+        # as a kind's clause candidates come from, each weighed by the verifier
+        cands += passage_candidates(question, ctype, passages[:RELATED if ctype else ANSWER_PASSAGES], start=len(cands))
         return {"candidates": cands}
 
     return retrieve, grade, answer_rag

@@ -16,6 +16,10 @@ General evidence only, as features of (frame, candidate):
 - ``fit``: the share of the question's content words the clause kind's data explains (0 with no kind);
   ``rest``: the share of the words it does not explain (all of them with no kind) that the span and its section
   title state: a kind read off one shared word leaves the rest of the question to the span;
+- ``phrase``: the longest run of the question's content words, in its order, that the span or its section title
+  states word for word ("most favored nation", "right of first refusal"): 0.5 for two words, 1 for three or
+  more; ``heading``: the share of the question's content words its section title states (what the clause is
+  about, by its own name); what a question of no known kind has instead of a kind's data;
 - ``check``, ``rank``, the route, the span's length, whether it is the document's opening (its first 1,500
   characters): ``preamble`` where the kind's answer is the parties or a date, which the opening states, else
   ``opening``; ``defines``: for a value (a date, a duration, ...), the span defines a quoted term the question
@@ -57,11 +61,11 @@ from app.agent.verify import DATE, answer_in_span, has_slot
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
 FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model",
-            "fit", "rest", "preamble", "defines")
+            "fit", "rest", "preamble", "defines", "phrase", "heading")
 # the prior before calibration: the route's own check leads, similarity and coverage decide among the rest
 PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "slot": 0.5, "rank": 1.5,
          "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5, "fit": 0.0, "rest": 1.0,
-         "preamble": 0.5, "defines": 0.5}
+         "preamble": 0.5, "defines": 0.5, "phrase": 0.0, "heading": 0.0}
 PRIOR_THRESHOLD = 0.5
 PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
@@ -187,6 +191,24 @@ def _named_besides(frame, kind) -> set[str]:
     return built_in().named_besides(kind, frame.query)
 
 
+def phrase_run(query: str, text: str) -> float:
+    """``phrase``: 0 where no two adjacent content words of ``query`` stand together in ``text``, 0.5 for two,
+    1.0 for three or more (stop words between them do not break a run: "right of first refusal")."""
+    asked = [w for w in stems(query) if not w.isdigit()]
+    said = stems(text)
+    pairs = set(zip(said, said[1:]))
+    best = run = 1
+    for a, b in zip(asked, asked[1:]):
+        run = run + 1 if (a, b) in pairs else 1
+        best = max(best, run)
+    return 0.0 if best < 2 else min(1.0, (best - 1) / 2)
+
+
+def _heading(frame, sections: str) -> float:
+    asked = asked_words(frame.query) if frame is not None else set()
+    return len(asked & set(stems(sections))) / len(asked) if asked and sections.strip() else 0.0
+
+
 def _rest(frame, kind, text: str) -> tuple[float, float]:
     """(fit, rest) of a candidate: how much of the question the kind explains, and how much of what it does
     not explain the cited text states."""
@@ -237,6 +259,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
          "long": 1.0 if candidate.get("route") == "long" else 0.0,
          "model": 1.0 if candidate.get("source") == "model" else 0.0}
     x["fit"], x["rest"] = _rest(frame, kind, f"{sections} {span}")
+    x["phrase"] = phrase_run(frame.query, f"{sections}. {span}") if frame is not None else 0.0
+    x["heading"] = _heading(frame, sections)
     x["defines"] = 1.0 if frame is not None and slot not in (None, "", "clause") and defines(frame.query, span) else 0.0
     if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
         gates.append("the question asks more than its clause kind, and the cited text does not say it")

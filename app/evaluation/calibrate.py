@@ -29,6 +29,8 @@ from app.evaluation.scoring import score
 CHECK = FEATURES.index("check")
 PRIOR_W = np.array([PRIOR[k] for k in FEATURES], dtype=float)  # the start, and what the L2 pulls towards
 MIN_KIND = 20  # candidates of a kind (route:source) the fit must see before its weights apply to that kind
+MIN_SUPPORTED = 20  # answers a threshold must support on the fitted half before it is a measured promise: 5 of 5
+# right says little (the 95% lower bound of their precision is about 0.5), 20 of 20 about 0.83
 
 
 @dataclass
@@ -144,11 +146,12 @@ def answer_set(q: Question, b: int) -> str:
     return f"{Path(q.source).name}:{'kind' if q.xs[b][FIT] > 0 else 'no kind'}"
 
 
-def pick_thresholds(questions: list[Question], model: Model, target: float, min_support: int = 5) -> None:
+def pick_thresholds(questions: list[Question], model: Model, target: float, min_support: int = 5,
+                    min_answers: int = MIN_SUPPORTED) -> None:
     """Each fitted kind's threshold: the lowest at which the answers of that kind reach ``target`` precision
-    in every set (``answer_set``) with ``min_support`` or more of them supported, and over all of them; never
-    (``NEVER``) where no threshold reaches it. One pooled precision would let many answers of known kinds carry
-    a set of questions of no known kind that is mostly wrong."""
+    in every set (``answer_set``) with ``min_support`` or more of them supported, and over all of them, which
+    must be ``min_answers`` or more; never (``NEVER``) where no threshold reaches it. One pooled precision would
+    let many answers of known kinds carry a set of questions of no known kind that is mostly wrong."""
     best = [(q.routes[b], score, q.ys[b], answer_set(q, b)) for q in questions if q.xs
             for b, score in [_best(q, model)] if not q.gated[b]]
     for kind, (w, _t) in list(model.items()):
@@ -156,7 +159,7 @@ def pick_thresholds(questions: list[Question], model: Model, target: float, min_
         chosen = NEVER
         for t in np.arange(0.30, 0.99, 0.01):
             above = [(y, g) for s, y, g in mine if s >= t]
-            if len(above) < min_support or sum(y for y, _ in above) / len(above) < target:
+            if len(above) < max(min_support, min_answers) or sum(y for y, _ in above) / len(above) < target:
                 continue
             sets = {g: [y for y, g2 in above if g2 == g] for g in {g for _, g in above}}
             if all(sum(ys) / len(ys) >= target for ys in sets.values() if len(ys) >= min_support):

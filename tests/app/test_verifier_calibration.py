@@ -272,3 +272,39 @@ def test_the_threshold_holds_for_questions_of_no_known_kind_too():
         if sum(above) / len(above) >= 0.9:
             break
     assert t < model["rag:clause"][1]
+
+
+def test_a_question_of_no_known_kind_is_weighed_by_its_own_phrase_and_the_clauses_heading():
+    """What a question of no known kind has instead of a kind's data: its words standing together in the span
+    ("right of first refusal"), and the section title that names what the clause is about."""
+    from app.agent.frame import QuestionFrame
+    from app.agent.verifier import features, phrase_run
+
+    q = "is there a right of first refusal, first offer or first negotiation?"
+    frame = QuestionFrame(q, q, "clause", ask="text")
+    said = dict(cand("Licensee shall have a right of first refusal to purchase the Products."),
+                citations=[{"quote": "Licensee shall have a right of first refusal to purchase the Products.",
+                            "doc_id": "d", "section": "8. Right of First Refusal"}])
+    scattered = cand("The first shipment is subject to the right to refuse delivery.")
+    x, _ = features(frame, said, 0.5, 0.5)
+    y, _ = features(frame, scattered, 0.5, 0.5)
+    assert x["phrase"] == 1.0 and y["phrase"] == 0.0  # "right ... first refusal" together; the words apart
+    assert x["heading"] > 0.4 and y["heading"] == 0.0  # no section title: nothing named
+    assert phrase_run("is there a most favored nation clause?", "most favored nation pricing") == 0.5
+
+
+def test_a_threshold_that_supports_a_handful_of_answers_is_not_a_measured_promise():
+    """Eight answers scored high and all right (as a question of no known kind's best passages were on half the
+    dev contracts) do not make a threshold: fewer than ``MIN_SUPPORTED`` answers above it, the kind stays
+    unsupported, while the same separation over many answers gets one."""
+    from app.evaluation.calibrate import MIN_SUPPORTED
+
+    few = [Question("set.json", "c", 0, [_x(sim=0.95, cov=0.95)], [True], [False], ["rag:passage"]) for _ in range(8)]
+    few += [Question("set.json", "c", 0, [_x(sim=0.1, cov=0.1)], [False], [False], ["rag:passage"]) for _ in range(8)]
+    model = _model(few, "rag:passage")
+    pick_thresholds(few, model, target=0.9)
+    assert model["rag:passage"][1] == NEVER
+    many = few * (MIN_SUPPORTED // 8 + 1)
+    model = _model(many, "rag:passage")
+    pick_thresholds(many, model, target=0.9)
+    assert model["rag:passage"][1] < 1.0
