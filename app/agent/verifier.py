@@ -301,7 +301,8 @@ def _similarities(embedder, queries: list[str], spans: list[str]) -> list[list[f
 def judge(frame, candidates: list[dict], embedder=None, kind=None,
           calibration: Optional[Calibrations] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
     """Score every candidate; -> (the best candidate, its verdict, every candidate with its verdict). The
-    best passes the hard gates if any does, has its route's own check if any has, and is the most probable."""
+    best passes the hard gates if any does, is supported if any is, has its route's own check if any has, and
+    is the most probable."""
     if not candidates:
         return None, None, []
     candidates = candidates[:MAX_CANDIDATES]  # the routes hand them over best first
@@ -320,10 +321,12 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
         ok = not gates and p >= cc.threshold
         why = gates or ([f"score {p:.2f} >= {cc.threshold:.2f}"] if ok else [f"score {p:.2f} < {cc.threshold:.2f}"])
         judged.append((c, Verdict(p, ok, cc.threshold, why, x, bool(gates))))
-    # the answer: ungated first, then candidates whose route's own check held (probabilities of different kinds
-    # are fitted on different sets: across kinds the check is the surer order), then the most probable
-    order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, -judged[i][1].features["check"],
-                                                      -judged[i][1].score, i))
+    # the answer: ungated first, then a supported one whenever one is (a passage that scores higher but can never
+    # be supported does not displace a clause quote that passed its threshold), then candidates whose route's own
+    # check held (probabilities of different kinds are fitted on different sets: across kinds the check is the
+    # surer order), then the most probable
+    order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, not judged[i][1].supported,
+                                                      -judged[i][1].features["check"], -judged[i][1].score, i))
     best, verdict = judged[order[0]]
     out = [dict(c, verdict=v.to_dict()) for c, v in (judged[i] for i in order)]
     return best, verdict, out

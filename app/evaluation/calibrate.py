@@ -109,8 +109,10 @@ def _scores(q: Question, model: Model) -> np.ndarray:
 
 
 def _best(q: Question, model: Model) -> tuple[int, float]:
+    """The agent's answer (``verifier.judge``): ungated, supported, checked, most probable, in that order."""
     s = _scores(q, model)
-    b = sorted(range(len(s)), key=lambda i: (q.gated[i], -q.xs[i][CHECK], -s[i], i))[0]
+    sup = [not q.gated[i] and s[i] >= _threshold(q, i, model) for i in range(len(s))]
+    b = sorted(range(len(s)), key=lambda i: (q.gated[i], not sup[i], -q.xs[i][CHECK], -s[i], i))[0]
     return b, float(s[b])
 
 
@@ -152,8 +154,9 @@ def pick_thresholds(questions: list[Question], model: Model, target: float, min_
     in every set (``answer_set``) with ``min_support`` or more of them supported, and over all of them, which
     must be ``min_answers`` or more; never (``NEVER``) where no threshold reaches it. One pooled precision would
     let many answers of known kinds carry a set of questions of no known kind that is mostly wrong."""
+    unpicked = {k: (w, NEVER) for k, (w, _t) in model.items()}  # answers as ordered before any is supported
     best = [(q.routes[b], score, q.ys[b], answer_set(q, b)) for q in questions if q.xs
-            for b, score in [_best(q, model)] if not q.gated[b]]
+            for b, score in [_best(q, unpicked)] if not q.gated[b]]
     for kind, (w, _t) in list(model.items()):
         mine = [(s, y, g) for k, s, y, g in best if k == kind]
         chosen = NEVER

@@ -308,3 +308,23 @@ def test_a_threshold_that_supports_a_handful_of_answers_is_not_a_measured_promis
     model = _model(many, "rag:passage")
     pick_thresholds(many, model, target=0.9)
     assert model["rag:passage"][1] < 1.0
+
+
+def test_a_supported_candidate_is_the_answer_whenever_there_is_one():
+    """A passage sentence may score higher than a clause quote, but a passage is never supported: where the
+    clause quote passed its threshold, it is the answer, supported, not the passage found beside it."""
+    from app.agent.frame import QuestionFrame
+    from app.agent.verifier import Calibration, Calibrations, judge
+
+    q = "can a party terminate this agreement for convenience?"
+    frame = QuestionFrame(q, q, "clause", ask="text")
+    w = {k: 0.0 for k in FEATURES}
+    cal = Calibrations({"rag:clause": Calibration(dict(w, bias=0.5), 0.6, "test"),  # scores 0.62
+                        "rag:passage": Calibration(dict(w, bias=3.0), NEVER, "test")})  # 0.95, never supported
+    clause = dict(cand("Either party may terminate this Agreement for convenience on 30 days' notice."), check=False)
+    passage = {"answer": "\u201cThis Agreement may be terminated as set forth below.\u201d", "route": "rag",
+               "source": "passage", "check": False, "rank": 0,
+               "citations": [{"quote": "This Agreement may be terminated as set forth below.", "doc_id": "d"}]}
+    best, verdict, ranked = judge(frame, [passage, clause], calibration=cal)
+    assert best is clause and verdict.supported
+    assert [c["source"] for c in ranked] == ["clause", "passage"]
