@@ -201,12 +201,16 @@ def phrase_run(query: str, text: str) -> float:
     for a, b in zip(asked, asked[1:]):
         run = run + 1 if (a, b) in pairs else 1
         best = max(best, run)
-    return 0.0 if best < 2 else min(1.0, (best - 1) / 2)
+    return min(1.0, (best - 1) / 2)  # a lone word (best 1) is no run: 0
+
+
+def _share_stated(words: set[str], text: str) -> float:
+    """The share of ``words`` (content-word stems) that ``text`` states; 0 for no words."""
+    return len(words & set(stems(text))) / len(words) if words else 0.0
 
 
 def _heading(frame, sections: str) -> float:
-    asked = asked_words(frame.query) if frame is not None else set()
-    return len(asked & set(stems(sections))) / len(asked) if asked and sections.strip() else 0.0
+    return _share_stated(asked_words(frame.query), sections) if frame is not None else 0.0
 
 
 def _rest(frame, kind, text: str) -> tuple[float, float]:
@@ -217,9 +221,7 @@ def _rest(frame, kind, text: str) -> tuple[float, float]:
         fit, residual = kind.fit(query), kind.rest(query)
     else:
         fit, residual = 0.0, asked_words(query)
-    if not residual:
-        return fit, 1.0
-    return fit, len(residual & set(stems(text))) / len(residual)
+    return fit, _share_stated(residual, text) if residual else 1.0
 
 
 def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> tuple[dict, list[str]]:
