@@ -183,6 +183,29 @@ def test_a_question_of_no_known_kind_finds_its_section_by_its_own_words(kb):
     assert "bankruptcy" in units[0].quote
 
 
+def test_a_question_of_no_known_kind_in_other_words_is_found_by_the_embedder(kb):
+    """No word of the asking part is in the clause ("transferred to another company" for "may not assign"):
+    the embedder's best sentence cosine (the ``dense`` part) ranks it first among every unit of the contract,
+    and the finder adds that part for a question of no known kind only."""
+    import app.agent.clauses.finder as finder
+    from app.agent.clauses.units import document_units
+
+    q = "Can the contract be transferred to another company?"
+    units = document_units(kb.document_passages(TENANT, doc_id(kb)))
+    finder._dense(kb.embedder, q, units)
+    best = max(units, key=lambda u: u.score)
+    assert flat(best.text).startswith("14. Assignment"), [(u.section, u.parts) for u in units]
+    assert best.score == finder.W_DENSE * best.parts["dense"]
+    found = finder.find_units(kb.for_tenant(TENANT), q, None, [doc_id(kb)], k=3)
+    assert flat(found[0].text).startswith("14. Assignment") and "dense" in found[0].parts
+    from app.agent.clauses.taxonomy import get_taxonomy, kind_from_dict
+
+    kind = get_taxonomy([kind_from_dict(FORCE_MAJEURE, source="playbook")]).match("Is there a force majeure clause?")
+    assert kind is not None
+    known = finder.find_units(kb.for_tenant(TENANT), "Is there a force majeure clause?", kind, [doc_id(kb)], k=3)
+    assert known and all("dense" not in u.parts for u in known)
+
+
 def test_units_never_cut_a_sentence_and_keep_sub_clauses(kb):
     from app.agent.clauses.units import document_units
 
