@@ -198,12 +198,30 @@ def test_a_question_of_no_known_kind_in_other_words_is_found_by_the_embedder(kb)
     assert best.score == finder.W_DENSE * best.parts["dense"]
     found = finder.find_units(kb.for_tenant(TENANT), q, None, [doc_id(kb)], k=3)
     assert flat(found[0].text).startswith("14. Assignment") and "dense" in found[0].parts
+    assert finder._agreements(kb.for_tenant(TENANT), [doc_id(kb)]) == {doc_id(kb)}  # it names its parties
     from app.agent.clauses.taxonomy import get_taxonomy, kind_from_dict
 
     kind = get_taxonomy([kind_from_dict(FORCE_MAJEURE, source="playbook")]).match("Is there a force majeure clause?")
     assert kind is not None
     known = finder.find_units(kb.for_tenant(TENANT), "Is there a force majeure clause?", kind, [doc_id(kb)], k=3)
     assert known and all("dense" not in u.parts for u in known)
+
+
+def test_a_document_that_names_no_parties_is_not_re_read_by_the_embedder(kb, tmp_path):
+    """A report (no parties at its opening) keeps the lexical and search ranking: its answers are mostly in
+    tables, which no sentence states."""
+    import app.agent.clauses.finder as finder
+
+    path = tmp_path / "report.txt"
+    path.write_text("Annual Report 2023\n\n1. Results\nRevenue grew in every region during the year under review "
+                    "while costs were stable.\n\n2. Outlook\nThe company expects demand to remain strong next "
+                    "year, and it plans to open two plants.\n")
+    assert kb.ingest_file(path, "kinds-report").status == "ingested"
+    kbt = kb.for_tenant("kinds-report")
+    report = kb.list_documents("kinds-report")[0].id
+    assert finder._agreements(kbt, [report]) == set()
+    units = finder.find_units(kbt, "What does the firm foresee for the coming period?", None, [report], k=3)
+    assert units and all("dense" not in u.parts for u in units)
 
 
 def test_units_never_cut_a_sentence_and_keep_sub_clauses(kb):
