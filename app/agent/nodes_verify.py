@@ -68,7 +68,7 @@ def make_verify_node(deps: AgentDeps):
         route = state.get("route") or "rag"
         kind = _kind_of(deps.kb, state["tenant"], frame.clause_kind if frame else None)
         embedder = getattr(deps.kb, "embedder", None)
-        best, verdict, judged = judge(frame, cands, embedder, kind)
+        best, verdict, judged = judge(frame, cands, embedder, kind, passages=state.get("passages") or [])
         if best is None:
             return {"answer": prompts.NO_SUPPORT, "supported": False, "citations": [], "related": [],
                     "route": route, "verdict": None}

@@ -20,6 +20,9 @@ General evidence only, as features of (frame, candidate):
   states word for word ("most favored nation", "right of first refusal"): 0.5 for two words, 1 for three or
   more; ``heading``: the share of the question's content words its section title states (what the clause is
   about, by its own name); what a question of no known kind has instead of a kind's data;
+- ``margin``: how far the retrieved passage that holds the cited span stands above the best other passage, in
+  the route's own fused score, over the best score (-1..1): a search whose best unit stands out is more often
+  right than one whose first few units score alike (0 where no retrieved passage holds the span);
 - ``check``, ``rank``, the route, the span's length, whether it is the document's opening (its first 1,500
   characters): ``preamble`` where the kind's answer is the parties or a date, which the opening states, else
   ``opening``; ``defines``: for a value (a date, a duration, ...), the span defines a quoted term the question
@@ -61,11 +64,11 @@ from app.agent.verify import DATE, answer_in_span, has_slot
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
 FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model",
-            "fit", "rest", "preamble", "defines", "phrase", "heading")
+            "fit", "rest", "preamble", "defines", "phrase", "heading", "margin")
 # the prior before calibration: the route's own check leads, similarity and coverage decide among the rest
 PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "slot": 0.5, "rank": 1.5,
          "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5, "fit": 0.0, "rest": 1.0,
-         "preamble": 0.5, "defines": 0.5, "phrase": 0.0, "heading": 0.0}
+         "preamble": 0.5, "defines": 0.5, "phrase": 0.0, "heading": 0.0, "margin": 0.0}
 PRIOR_THRESHOLD = 0.5
 PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
@@ -300,11 +303,34 @@ def _similarities(embedder, queries: list[str], spans: list[str]) -> list[list[f
     return out
 
 
+def _flat(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def margin_of(candidate: dict, passages: list[dict]) -> float:
+    """``margin``: (the score of the passage that holds the candidate's first cited quote - the best score of
+    the other passages) / the best score, in -1..1; 0 where no passage holds the quote or scores are missing."""
+    cites = candidate.get("citations") or []
+    scores = [float(p.get("score") or 0.0) for p in passages]
+    if not cites or len(scores) < 2 or max(scores) <= 0:
+        return 0.0
+    quote = _flat(cites[0].get("quote") or "")[:120]
+    doc = cites[0].get("doc_id")
+    held = [i for i, p in enumerate(passages) if quote and (doc is None or p.get("doc_id") == doc)
+            and quote in _flat(p.get("text") or "")]
+    if not held:
+        return 0.0
+    i = held[0]
+    other = max(s for j, s in enumerate(scores) if j != i)
+    return max(-1.0, min(1.0, (scores[i] - other) / max(scores)))
+
+
 def judge(frame, candidates: list[dict], embedder=None, kind=None,
-          calibration: Optional[Calibrations] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
+          calibration: Optional[Calibrations] = None,
+          passages: Optional[list[dict]] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
     """Score every candidate; -> (the best candidate, its verdict, every candidate with its verdict). The
     best passes the hard gates if any does, is supported if any is, has its route's own check if any has, and
-    is the most probable."""
+    is the most probable. ``passages``: what the route retrieved, with its scores (for ``margin``)."""
     if not candidates:
         return None, None, []
     candidates = candidates[:MAX_CANDIDATES]  # the routes hand them over best first
@@ -318,6 +344,7 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
     judged = []
     for c, s, sk in zip(candidates, sims, sims_kind):
         x, gates = features(frame, c, s, sk, kind)
+        x["margin"] = margin_of(c, passages or [])
         cc = cal.for_kind(candidate_kind(c))
         p = cc.score(x)
         ok = not gates and p >= cc.threshold

@@ -328,3 +328,30 @@ def test_a_supported_candidate_is_the_answer_whenever_there_is_one():
     best, verdict, ranked = judge(frame, [passage, clause], calibration=cal)
     assert best is clause and verdict.supported
     assert [c["source"] for c in ranked] == ["clause", "passage"]
+
+
+def test_margin_is_how_far_the_cited_passage_stands_above_the_others():
+    """``margin``: the fused score of the retrieved passage holding the cited quote, less the best other one,
+    over the best; a quote no passage holds has none; a judged candidate carries it as a feature."""
+    from app.agent.frame import QuestionFrame
+    from app.agent.verifier import judge, margin_of
+
+    passages = [{"doc_id": "d", "text": "14. Assignment\nNeither party may assign this  Agreement.", "score": 8.0},
+                {"doc_id": "d", "text": "7. Fees\nCustomer shall pay the fees within 45 days.", "score": 2.0},
+                {"doc_id": "d", "text": "13. Governing Law\nThe laws of New York govern.", "score": 1.0}]
+
+    def quoting(text, doc="d"):
+        return {"answer": text, "route": "rag", "source": "passage", "check": False, "rank": 0,
+                "citations": [{"quote": text, "doc_id": doc}]}
+
+    top, second = quoting("Neither party may assign this Agreement."), quoting("Customer shall pay the fees")
+    assert margin_of(top, passages) == 0.75  # (8 - 2) / 8, whitespace folded
+    assert margin_of(second, passages) == -0.75  # (2 - 8) / 8
+    assert margin_of(quoting("Neither party may assign", doc="other"), passages) == 0.0  # another document's
+    assert margin_of(quoting("Nothing here says this."), passages) == 0.0
+    assert margin_of(top, passages[:1]) == 0.0  # one passage: nothing to stand above
+    q = "can a party assign the agreement?"
+    _best, verdict, _ranked = judge(QuestionFrame(q, q, "clause", ask="text"), [top], passages=passages)
+    assert verdict.features["margin"] == 0.75
+    _best, verdict, _ranked = judge(QuestionFrame(q, q, "clause", ask="text"), [top])
+    assert verdict.features["margin"] == 0.0
