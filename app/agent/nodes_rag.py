@@ -67,7 +67,7 @@ def make_rag_nodes(deps: AgentDeps):
         if asks_subject(state["question"]):  # "the key agenda of the 8-K": its first reporting item
             found = subject_answer(_whole_document(deps, state, passages))
             if found:
-                cands.append(as_candidate(found, "rag", "text"))
+                cands.append(as_candidate(found, "rag", "text", read="document"))  # not a search's ranking
         if ctype is not None:  # a contract clause: the clause's own sentence(s)
             kind = taxonomy_for(deps.kb, state["tenant"]).get(ctype)
             stated = _stated_elsewhere(deps, state, kind, graded[:ANSWER_PASSAGES])

@@ -309,8 +309,11 @@ def _flat(text: str) -> str:
 
 def margin_of(candidate: dict, passages: list[dict]) -> float:
     """``margin``: (the score of the passage that holds the candidate's first cited quote - the best score of
-    the other passages) / the best score, in -1..1; 0 where no passage holds the quote or scores are missing."""
+    the other passages) / the best score, in -1..1; 0 where no passage holds the quote, scores are missing or
+    the candidate was read off the whole document (``read="document"``: "the key agenda of the 8-K")."""
     cites = candidate.get("citations") or []
+    if candidate.get("read") == "document":  # read off the whole document, not picked by the search's ranking
+        return 0.0
     scores = [float(p.get("score") or 0.0) for p in passages]
     if not cites or len(scores) < 2 or max(scores) <= 0:
         return 0.0

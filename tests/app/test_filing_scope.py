@@ -150,7 +150,9 @@ def test_the_answer_cites_only_the_filing_named(env):
     q = "How many stores did Northwind operate at the end of the second quarter of fiscal 2024?"
     out = graph.invoke(turn_input(TENANT, q, "rag", None), {"configurable": {"thread_id": "q2"}})
     ans = out["messages"][-1]["answer"]
-    assert checked(ans) and "969" in statement(ans), ans
+    # the extracted figure, or the passage that states it when the verifier supports that one (``margin``: the
+    # filing named is the only one searched, so its passage stands alone)
+    assert (checked(ans) and "969" in statement(ans)) or (ans["supported"] and "969 stores" in ans["answer"]), ans
     assert {c["doc_id"] for c in rests_on(ans)} == {ids["northwind-b.pdf"]}
 
 
