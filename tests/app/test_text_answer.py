@@ -76,7 +76,9 @@ def ask(service, question: str):
 
 
 def assert_cited(service, a, page: int, words: str):
-    assert checked(a) and len(rests_on(a)) == 1, a
+    """One verbatim quote on ``page`` with ``words``: the route's checked span, or a passage the verifier
+    supports."""
+    assert (checked(a) or a.supported) and len(rests_on(a)) == 1, a
     c = rests_on(a)[0]
     assert c.filename == "annual_report.pdf" and c.page == page, c
     assert flat(c.quote) in source_text(service) and words in flat(c.quote), c.quote
@@ -92,7 +94,11 @@ def test_a_figure_for_a_year_is_read_off_its_respectively_sentence(service):
 
 def test_the_figure_asked_not_another_in_the_same_sentence(service):
     a = ask(service, "How much debt was outstanding as of December 31, 2019?")
-    assert statement(a) == "$54.5 million", a.answer  # not the $0.7 million of issuance costs beside it
+    extracted = [c for c in a.verdict["candidates"] if c["source"] == "text"]  # the span read off the sentence
+    assert extracted and extracted[0]["answer"].split("\n")[0] == "$54.5 million", a.verdict["candidates"]
+    # not the $0.7 million of issuance costs beside it; the answer is that figure, or (when the verifier supports
+    # it) the passage that states it
+    assert statement(a) == "$54.5 million" or (a.supported and "$54.5 million of debt" in a.answer), a.answer
     assert_cited(service, a, 2, "debt outstanding")
     s = ask(service, "What were the net sales in 2017?")
     assert statement(s) == "$757.3 million", s.answer  # the figure tied to fiscal 2017, not the 2018 one
