@@ -54,6 +54,7 @@ from typing import Optional
 import numpy as np
 
 from app.agent.bi.question import operation_unmet
+from app.agent.clause_types import flat
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.references import referred_only
 from app.agent.clauses.taxonomy import asked_words, stems
@@ -303,27 +304,20 @@ def _similarities(embedder, queries: list[str], spans: list[str]) -> list[list[f
     return out
 
 
-def _flat(text: str) -> str:
-    return " ".join((text or "").split())
-
-
 def margin_of(candidate: dict, passages: list[dict]) -> float:
     """``margin``: (the score of the passage that holds the candidate's first cited quote - the best score of
     the other passages) / the best score, in -1..1; 0 where no passage holds the quote, scores are missing or
     the candidate was read off the whole document (``read="document"``: "the key agenda of the 8-K")."""
     cites = candidate.get("citations") or []
-    if candidate.get("read") == "document":  # read off the whole document, not picked by the search's ranking
-        return 0.0
     scores = [float(p.get("score") or 0.0) for p in passages]
-    if not cites or len(scores) < 2 or max(scores) <= 0:
-        return 0.0
-    quote = _flat(cites[0].get("quote") or "")[:120]
+    if candidate.get("read") == "document" or not cites or len(scores) < 2 or max(scores) <= 0:
+        return 0.0  # a whole-document reading ("the key agenda of the 8-K") is no pick of the search's ranking
+    quote = flat(cites[0].get("quote") or "").strip()[:120]
     doc = cites[0].get("doc_id")
-    held = [i for i, p in enumerate(passages) if quote and (doc is None or p.get("doc_id") == doc)
-            and quote in _flat(p.get("text") or "")]
-    if not held:
+    i = next((i for i, p in enumerate(passages) if quote and (doc is None or p.get("doc_id") == doc)
+              and quote in flat(p.get("text") or "")), None)
+    if i is None:
         return 0.0
-    i = held[0]
     other = max(s for j, s in enumerate(scores) if j != i)
     return max(-1.0, min(1.0, (scores[i] - other) / max(scores)))
 

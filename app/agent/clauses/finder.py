@@ -222,7 +222,7 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
     units.sort(key=lambda u: (-u.score, u.position))
     if kind is None and query.strip():
         agreements = _agreements(kbt, docs)
-        _dense(getattr(kbt, "embedder", None), query, [u for u in units if u.doc_id in agreements][:DENSE_TOP])
+        _dense(kbt.embedder, query, [u for u in units if u.doc_id in agreements][:DENSE_TOP])
         units.sort(key=lambda u: (-u.score, u.position))
     return units[:k]
 
@@ -231,10 +231,7 @@ def _agreements(kbt, docs: list[str]) -> set[str]:
     """The documents that name their parties (read at ingest): agreements, whose clauses state in prose what a
     question asks. A filing's answer is mostly in a table, which no sentence states: on FinanceBench-dev the
     sentence re-read put the evidence page lower (recall@5 0.47 -> 0.42), so it reads agreements only."""
-    facts = getattr(kbt, "facts", None)
-    if facts is None or not docs:
-        return set()
-    return {d for d, f in facts(docs).items() if f.parties}
+    return {d for d, f in kbt.facts(docs).items() if f.parties} if docs else set()
 
 
 def _dense(embedder, query: str, units: list[Unit]) -> None:
