@@ -83,6 +83,7 @@ class Passage:
     score: float
     char_start: int
     char_end: int
+    quote: str = ""  # the sentence(s) of it that best state what was searched for, where a reader picked them
 
 
 @dataclass

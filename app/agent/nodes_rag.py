@@ -167,11 +167,15 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
 
 
 def passage_candidates(question: str, ctype: str | None, passages: list[dict], start: int = 0) -> list[dict]:
-    """The best sentence(s) of each of the top passages: what was found when nothing else was."""
+    """The best sentence(s) of each of the top passages: what was found when nothing else was. A unit the
+    clause finder read carries its pick (``quote``: the sentence that best states the kind, or the question's
+    own words, weighed over the units read); other passages are read here."""
     ct = clause_types.BY_NAME.get(ctype) if ctype else None
     qwords, out = content_words(question), []
     for p in passages:
-        quotes = candidate_quotes(p["text"], ct, qwords, top=1, min_score=-1.0)
+        picked = p.get("quote") or ""
+        quotes = [picked] if picked and picked in p["text"] else candidate_quotes(p["text"], ct, qwords, top=1,
+                                                                                   min_score=-1.0)
         if quotes:
             cite = citation(p, quotes[0])
             out.append(as_candidate({"answer": format_answer("", cite), "citations": [cite], "supported": False},

@@ -54,7 +54,8 @@ class AgentDeps:
 
 def passage_dict(p) -> dict:
     return {"chunk_id": p.chunk_id, "doc_id": p.doc_id, "filename": p.filename, "page": p.page,
-            "section": p.section, "text": p.text, "score": float(p.score), "char_start": getattr(p, "char_start", None)}
+            "section": p.section, "text": p.text, "score": float(p.score), "char_start": getattr(p, "char_start", None),
+            "quote": getattr(p, "quote", "")}
 
 
 def stream_tokens(config, deltas, cancel_key: str = "cancel") -> str:

@@ -183,6 +183,27 @@ def test_a_question_of_no_known_kind_finds_its_section_by_its_own_words(kb):
     assert "bankruptcy" in units[0].quote
 
 
+def test_a_passage_candidate_quotes_the_sentence_the_finder_picked(kb):
+    """The finder weighs each unit's sentences against the units it read; the rag route's passage candidate
+    quotes that pick instead of reading the unit again, and reads a passage itself only where no pick came
+    with it (or the pick is not the passage's own text)."""
+    from app.agent.clause_search import find_passages
+    from app.agent.nodes_rag import passage_candidates
+    from app.agent.state import passage_dict
+
+    q = "What happens if a party goes bankrupt?"
+    found = [passage_dict(p) for p in find_passages(kb, TENANT, q, k=3, doc_ids=[doc_id(kb)], kind=None)]
+    top = found[0]
+    assert "bankruptcy" in top["quote"] and top["quote"] in top["text"]
+    assert passage_candidates(q, None, found)[0]["citations"][0]["quote"] == top["quote"]
+    other = "Neither party may assign this Agreement without the prior written consent of the other party."
+    unit = dict(top, text=top["text"] + " " + other)
+    assert passage_candidates(q, None, [dict(unit, quote=other)])[0]["citations"][0]["quote"] == other
+    for pick in ("", "A sentence the unit does not hold."):
+        quote = passage_candidates(q, None, [dict(unit, quote=pick)])[0]["citations"][0]["quote"]
+        assert quote in unit["text"] and "bankruptcy" in quote
+
+
 def test_a_question_of_no_known_kind_in_other_words_is_found_by_the_embedder(kb):
     """No word of the asking part is in the clause ("transferred to another company" for "may not assign"):
     the embedder's best sentence cosine (the ``dense`` part) ranks it first among every unit of the contract,
@@ -208,8 +229,8 @@ def test_a_question_of_no_known_kind_in_other_words_is_found_by_the_embedder(kb)
 
 
 def test_a_document_that_names_no_parties_is_not_re_read_by_the_embedder(kb, tmp_path):
-    """A report (no parties at its opening) keeps the lexical and search ranking: its answers are mostly in
-    tables, which no sentence states."""
+    """A report (no parties at its opening) keeps the lexical and search ranking, and its units carry no pick of
+    the finder's: its answers are mostly in tables, which no sentence states."""
     import app.agent.clauses.finder as finder
 
     path = tmp_path / "report.txt"
@@ -222,6 +243,7 @@ def test_a_document_that_names_no_parties_is_not_re_read_by_the_embedder(kb, tmp
     assert finder._agreements(kbt, [report]) == set()
     units = finder.find_units(kbt, "What does the firm foresee for the coming period?", None, [report], k=3)
     assert units and all("dense" not in u.parts for u in units)
+    assert all(u.quote == "" for u in units)  # its passages are read by the route, not quoted from the finder
 
 
 def test_units_never_cut_a_sentence_and_keep_sub_clauses(kb):

@@ -46,7 +46,8 @@ class Unit:
 
         return Passage(self.chunk_ids[0] if self.chunk_ids else f"{self.doc_id}:{self.position}", self.doc_id,
                        self.filename, self.page, self.section, self.text,
-                       float(self.score if score is None else score), self.offset, self.offset + len(self.text))
+                       float(self.score if score is None else score), self.offset, self.offset + len(self.text),
+                       self.quote)
 
 
 def section_number(label: str) -> str | None:
