@@ -16,15 +16,17 @@ MIN_SENTENCE = 40  # shorter sentences (headings, "Terms:") are joined to the ne
 MAX_QUOTE = 1200
 
 
-def quote_spans(text: str) -> list[tuple[int, int]]:
-    """Sentence spans with heading-like and lead-in fragments merged into the sentence that follows."""
+def quote_spans(text: str, headings: bool = True) -> list[tuple[int, int]]:
+    """Sentence spans with short and lead-in fragments merged into the sentence that follows, and heading-like
+    ones too where ``headings``."""
     spans = sentence_spans(text)
     out: list[tuple[int, int]] = []
     carry: int | None = None
     for a, b in spans:
         start = a if carry is None else carry
         frag = text[a:b]
-        if (b - a < MIN_SENTENCE or frag.rstrip().endswith(":") or _heading_like(frag)) and (a, b) != spans[-1]:
+        joined = b - a < MIN_SENTENCE or frag.rstrip().endswith(":") or (headings and _heading_like(frag))
+        if joined and (a, b) != spans[-1]:
             carry = start
             continue
         out.append((start, b))

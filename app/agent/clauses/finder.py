@@ -40,8 +40,8 @@ from typing import Optional
 from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.clauses.units import Unit, document_units
+from app.agent.quotes import quote_spans as _spans
 from app.agent.verify import has_slot
-from ingest.sentences import sentence_spans
 
 SEARCH_K = 30
 SCAN_MAX_DOCS = 5  # score every unit of the documents in scope when there are at most this many
@@ -56,7 +56,6 @@ W_DEF = 1.0  # a unit that defines the term the question names (the "Effective D
 DEFINITION = re.compile(r"^\W*(?:\(?[a-z0-9]{1,4}[.)]\s*)?[\"\u201c][^\"\u201d]{1,60}[\"\u201d]\s*(?:shall\s+)?"
                         r"(?:means?|has the meaning|refers?)\b", re.I)
 OPENING_CHARS = 1500  # a unit starting within this many characters of the document's text is its opening
-MIN_SENTENCE = 40
 MAX_QUOTE = 1200
 
 
@@ -125,28 +124,11 @@ def _in_order(words: list[str], phrase: list[str]) -> bool:
     return any(words[i:i + n] == phrase for i in range(len(words) - n + 1))
 
 
-def quote_spans(text: str) -> list[tuple[int, int]]:
-    """Sentences of ``text``, a heading or lead-in fragment joined to the sentence after it."""
-    spans = sentence_spans(text)
-    out, carry = [], None
-    for a, b in spans:
-        start = a if carry is None else carry
-        frag = text[a:b]
-        if (b - a < MIN_SENTENCE or frag.rstrip().endswith(":")) and (a, b) != spans[-1]:
-            carry = start
-            continue
-        out.append((start, b))
-        carry = None
-    if carry is not None and spans:
-        out.append((carry, spans[-1][1]))
-    return out
-
-
 def _best_sentences(unit: Unit, prof: _Profile, slot: str) -> tuple[float, float, str]:
     """(wording score, slot score, the best sentence or two adjacent ones) of a unit. The slot score: 1 when a
     sentence that reads like the kind states what an answer must (a date, a duration, ...), 0.5 when only
     another sentence of the unit does."""
-    spans = quote_spans(unit.text)
+    spans = _spans(unit.text, headings=False)
     if not spans:
         return 0.0, 0.0, unit.text.strip()
     scored, slot_score = [], 0.0
@@ -245,7 +227,7 @@ def _dense(embedder, query: str, units: list[Unit]) -> None:
     adds ``W_DENSE`` times that to its score."""
     if embedder is None or not units:
         return
-    spans = [quote_spans(u.text)[:DENSE_SENTENCES] or [(0, len(u.text))] for u in units]
+    spans = [_spans(u.text, headings=False)[:DENSE_SENTENCES] or [(0, len(u.text))] for u in units]
     texts = [u.text[a:b].strip()[:DENSE_CHARS] for u, ss in zip(units, spans) for a, b in ss]
     vecs = embedder.encode([query] + texts)
     cos = vecs[1:] @ vecs[0]
