@@ -226,6 +226,7 @@ def test_a_question_of_no_known_kind_in_other_words_is_found_by_the_embedder(kb)
     assert kind is not None
     known = finder.find_units(kb.for_tenant(TENANT), "Is there a force majeure clause?", kind, [doc_id(kb)], k=3)
     assert known and all("dense" not in u.parts for u in known)
+    assert all(u.quote and u.answer_quote == "" for u in known)  # the route's clause candidates quote a kind
 
 
 def test_a_document_that_names_no_parties_is_not_re_read_by_the_embedder(kb, tmp_path):
@@ -243,7 +244,7 @@ def test_a_document_that_names_no_parties_is_not_re_read_by_the_embedder(kb, tmp
     assert finder._agreements(kbt, [report]) == set()
     units = finder.find_units(kbt, "What does the firm foresee for the coming period?", None, [report], k=3)
     assert units and all("dense" not in u.parts for u in units)
-    assert all(u.quote == "" for u in units)  # its passages are read by the route, not quoted from the finder
+    assert all(u.answer_quote == "" for u in units)  # its passages are read by the route, not quoted from here
 
 
 def test_units_never_cut_a_sentence_and_keep_sub_clauses(kb):

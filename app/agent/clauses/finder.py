@@ -24,9 +24,11 @@
    parties ingest read) sentence by sentence: the best
    sentence's cosine with the asking part (``dense``) is added to the score, so a clause that states what is
    asked in other words outranks one that only shares a word;
-5. each unit of an agreement returned carries its best sentence(s) as ``quote`` (the rag route quotes it: on
-   CUAD-dev it held the gold clause's words more often than a second read of the unit by the question's words);
-   a filing's answer is mostly in a table, and its units are read by the route itself.
+5. each unit returned carries its best sentence(s) as ``quote``; for a question of no known kind, a unit of an
+   agreement carries them as ``answer_quote`` too, which the rag route quotes (on CUAD-dev it held the gold
+   clause's words more often than a second read of the unit by the question's words). A known kind's clause is
+   quoted by the route's clause candidates (with the pick on their fallback passages too, CUAD-dev lost 8 right
+   answers and gained 4), and a filing's answer is mostly in a table: those units carry no ``answer_quote``.
 
 Nothing here names a kind: every kind, built-in or a tenant's, is found the same way from its data.
 """
@@ -164,7 +166,7 @@ def _searches(kbt, query: str, kind: Optional[ClauseKind], docs: Optional[list[s
 def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Optional[list[str]] = None,
                k: int = 6) -> list[Unit]:
     """Clause units best first (whole numbered sections with their sub-clauses), each with a fused ``score``,
-    its score's ``parts`` and its best sentence(s) as ``quote`` (an agreement's; "" for another document's)."""
+    its score's ``parts`` and its best sentence(s) as ``quote`` (also as ``answer_quote`` where step 5 says)."""
     scope = list(doc_ids) if doc_ids else None
     searches = _searches(kbt, query, kind, scope)
     docs = _documents(kbt, query, scope, [p for s in searches for p in s])
@@ -204,12 +206,12 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
             s *= 0.7  # a definition names the clause without being it
         u.score, u.quote, u.parts = float(s), quote, parts
     units.sort(key=lambda u: (-u.score, u.position))
-    agreements = _agreements(kbt, docs)
+    agreements = _agreements(kbt, docs) if kind is None else set()
     if kind is None and query.strip():
         _dense(kbt.embedder, query, [u for u in units if u.doc_id in agreements][:DENSE_TOP])
         units.sort(key=lambda u: (-u.score, u.position))
-    for u in units[:k]:  # the pick was measured on agreements' clauses; a filing's passages are read by the route
-        u.quote = u.quote if u.doc_id in agreements else ""
+    for u in units[:k]:  # the pick is measured for a question of no known kind about an agreement (step 5)
+        u.answer_quote = u.quote if u.doc_id in agreements else ""
     return units[:k]
 
 

@@ -36,6 +36,7 @@ class Unit:
     offset: int = 0  # characters of the document's units before this one
     score: float = 0.0
     quote: str = ""  # the best sentence(s) inside it, for a short quote
+    answer_quote: str = ""  # the quote, where a route may state it as what was found (set by the finder)
     parts: dict = field(default_factory=dict)  # the score's parts (for the UI and for tuning)
     tokens: list = field(default_factory=list, repr=False)  # content-word stems (set by the finder)
 
@@ -47,7 +48,7 @@ class Unit:
         return Passage(self.chunk_ids[0] if self.chunk_ids else f"{self.doc_id}:{self.position}", self.doc_id,
                        self.filename, self.page, self.section, self.text,
                        float(self.score if score is None else score), self.offset, self.offset + len(self.text),
-                       self.quote)
+                       self.answer_quote)
 
 
 def section_number(label: str) -> str | None:
