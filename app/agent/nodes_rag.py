@@ -167,9 +167,9 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
 
 
 def passage_candidates(question: str, ctype: str | None, passages: list[dict], start: int = 0) -> list[dict]:
-    """The best sentence(s) of each of the top passages: what was found when nothing else was. A unit the
-    clause finder read carries its pick (``quote``: the sentence that best states the kind, or the question's
-    own words, weighed over the units read); other passages are read here."""
+    """The best sentence(s) of each of the top passages: what was found when nothing else was. For a question
+    of no known kind, an agreement's unit carries the clause finder's pick (``quote``: the sentence that best
+    states the question's own words, weighed over the units read); every other passage is read here."""
     ct = clause_types.BY_NAME.get(ctype) if ctype else None
     qwords, out = content_words(question), []
     for p in passages:
