@@ -53,9 +53,10 @@ class AgentDeps:
 
 
 def passage_dict(p) -> dict:
+    """An ``ingest.types.Passage`` as the state carries it."""
     return {"chunk_id": p.chunk_id, "doc_id": p.doc_id, "filename": p.filename, "page": p.page,
-            "section": p.section, "text": p.text, "score": float(p.score), "char_start": getattr(p, "char_start", None),
-            "quote": getattr(p, "quote", "")}
+            "section": p.section, "text": p.text, "score": float(p.score), "char_start": p.char_start,
+            "quote": p.quote}
 
 
 def stream_tokens(config, deltas, cancel_key: str = "cancel") -> str:

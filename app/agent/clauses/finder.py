@@ -130,7 +130,7 @@ def _best_sentences(unit: Unit, prof: _Profile, slot: str) -> tuple[float, float
     """(wording score, slot score, the best sentence or two adjacent ones) of a unit. The slot score: 1 when a
     sentence that reads like the kind states what an answer must (a date, a duration, ...), 0.5 when only
     another sentence of the unit does."""
-    spans = _spans(unit.text, headings=False)
+    spans = unit.spans
     if not spans:
         return 0.0, 0.0, unit.text.strip()
     scored, slot_score = [], 0.0
@@ -176,7 +176,7 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
     if not units:
         return []
     for u in units:
-        u.tokens = stems(u.text)
+        u.tokens, u.spans = stems(u.text), _spans(u.text, headings=False)
     by_chunk = {cid: u for u in units for cid in u.chunk_ids}
     rank: dict[int, float] = {}
     for hits in searches:
@@ -229,7 +229,7 @@ def _dense(embedder, query: str, units: list[Unit]) -> None:
     adds ``W_DENSE`` times that to its score."""
     if embedder is None or not units:
         return
-    spans = [_spans(u.text, headings=False)[:DENSE_SENTENCES] or [(0, len(u.text))] for u in units]
+    spans = [u.spans[:DENSE_SENTENCES] or [(0, len(u.text))] for u in units]
     texts = [u.text[a:b].strip()[:DENSE_CHARS] for u, ss in zip(units, spans) for a, b in ss]
     vecs = embedder.encode([query] + texts)
     cos = vecs[1:] @ vecs[0]

@@ -39,6 +39,7 @@ class Unit:
     answer_quote: str = ""  # the quote, where a route may state it as what was found (set by the finder)
     parts: dict = field(default_factory=dict)  # the score's parts (for the UI and for tuning)
     tokens: list = field(default_factory=list, repr=False)  # content-word stems (set by the finder)
+    spans: list = field(default_factory=list, repr=False)  # its sentences' (start, end) (set by the finder)
 
     def passage(self, score: float | None = None):
         """The unit as an ``ingest.types.Passage`` (its first chunk's id; its offsets in the document's units'
