@@ -322,6 +322,15 @@ def margin_of(candidate: dict, passages: list[dict]) -> float:
     return max(-1.0, min(1.0, (scores[i] - other) / max(scores)))
 
 
+def answer_order(gated: list, supported: list, check: list, score: list) -> list[int]:
+    """The candidates' indices, the answer first: ungated first, then a supported one whenever one is (a passage
+    that scores higher but can never be supported does not displace a clause quote that passed its threshold),
+    then candidates whose route's own check held (probabilities of different kinds are fitted on different sets:
+    across kinds the check is the surer order), then the most probable. ``lexicon calibrate`` simulates the
+    agent with this same order."""
+    return sorted(range(len(score)), key=lambda i: (gated[i], not supported[i], -check[i], -score[i], i))
+
+
 def judge(frame, candidates: list[dict], embedder=None, kind=None,
           calibration: Optional[Calibrations] = None,
           passages: Optional[list[dict]] = None) -> tuple[Optional[dict], Optional[Verdict], list[dict]]:
@@ -347,12 +356,8 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
         ok = not gates and p >= cc.threshold
         why = gates or ([f"score {p:.2f} >= {cc.threshold:.2f}"] if ok else [f"score {p:.2f} < {cc.threshold:.2f}"])
         judged.append((c, Verdict(p, ok, cc.threshold, why, x, bool(gates))))
-    # the answer: ungated first, then a supported one whenever one is (a passage that scores higher but can never
-    # be supported does not displace a clause quote that passed its threshold), then candidates whose route's own
-    # check held (probabilities of different kinds are fitted on different sets: across kinds the check is the
-    # surer order), then the most probable
-    order = sorted(range(len(judged)), key=lambda i: (judged[i][1].gated, not judged[i][1].supported,
-                                                      -judged[i][1].features["check"], -judged[i][1].score, i))
+    order = answer_order([v.gated for _, v in judged], [v.supported for _, v in judged],
+                         [v.features["check"] for _, v in judged], [v.score for _, v in judged])
     best, verdict = judged[order[0]]
     out = [dict(c, verdict=v.to_dict()) for c, v in (judged[i] for i in order)]
     return best, verdict, out

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from app.agent.verifier import FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, candidate_kind
+from app.agent.verifier import FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, answer_order, candidate_kind
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
@@ -112,7 +112,7 @@ def _best(q: Question, model: Model) -> tuple[int, float]:
     """The agent's answer (``verifier.judge``): ungated, supported, checked, most probable, in that order."""
     s = _scores(q, model)
     sup = [not q.gated[i] and s[i] >= _threshold(q, i, model) for i in range(len(s))]
-    b = sorted(range(len(s)), key=lambda i: (q.gated[i], not sup[i], -q.xs[i][CHECK], -s[i], i))[0]
+    b = answer_order(q.gated, sup, [x[CHECK] for x in q.xs], list(s))[0]
     return b, float(s[b])
 
 
