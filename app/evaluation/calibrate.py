@@ -20,7 +20,8 @@ from typing import Optional
 
 import numpy as np
 
-from app.agent.verifier import FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, answer_order, candidate_kind
+from app.agent.verifier import (FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, answer_order, candidate_kind, is_value,
+                                 leads)
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
@@ -42,6 +43,7 @@ class Question:
     ys: list  # candidate right?
     gated: list  # candidate failed a hard gate?
     routes: list  # candidate's route
+    values: Optional[list] = None  # candidate's answer is a value (``verifier.is_value``)
 
 
 def _half(doc: str) -> int:
@@ -65,15 +67,16 @@ def load_questions(path: Path) -> list[Question]:
         cands = verdict.get("candidates") or []
         if item is None:
             continue
-        xs, ys, gated, routes = [], [], [], []
+        xs, ys, gated, routes, values = [], [], [], [], []
         for c in cands:
+            values.append(is_value(c))
             rec = {"answer": {"answer": c.get("answer") or "", "citations": c.get("citations") or [],
                               "supported": True}}
             ys.append(bool(score(item, rec, {}).get("correct")))
             xs.append([float(c["features"].get(k, 0.0)) for k in FEATURES])
             gated.append(bool(c.get("gated")))
             routes.append(candidate_kind(c))
-        out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated, routes))
+        out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated, routes, values))
     return out
 
 
@@ -108,11 +111,15 @@ def _scores(q: Question, model: Model) -> np.ndarray:
     return np.array(out)
 
 
-def _best(q: Question, model: Model) -> tuple[int, float]:
-    """The agent's answer (``verifier.judge``): ungated, supported, checked, most probable, in that order."""
+def _best(q: Question, model: Model, can: Optional[set] = None) -> tuple[int, float]:
+    """The agent's answer (``verifier.judge``): ungated, supported, checked, most probable, in that order. A
+    candidate's check counts where its kind can be supported: by its threshold, or, while thresholds are picked,
+    where the kind is in ``can``."""
     s = _scores(q, model)
     sup = [not q.gated[i] and s[i] >= _threshold(q, i, model) for i in range(len(s))]
-    b = answer_order(q.gated, sup, [x[CHECK] for x in q.xs], list(s))[0]
+    ok = [q.routes[i] in can if can is not None else _threshold(q, i, model) <= 1.0 for i in range(len(s))]
+    values = q.values or [False] * len(s)
+    b = answer_order(q.gated, sup, [leads(x[CHECK], c, v) for x, c, v in zip(q.xs, ok, values)], list(s))[0]
     return b, float(s[b])
 
 
@@ -149,14 +156,17 @@ def answer_set(q: Question, b: int) -> str:
 
 
 def pick_thresholds(questions: list[Question], model: Model, target: float, min_support: int = 5,
-                    min_answers: int = MIN_SUPPORTED) -> None:
+                    min_answers: int = MIN_SUPPORTED, kept: Optional[Model] = None) -> None:
     """Each fitted kind's threshold: the lowest at which the answers of that kind reach ``target`` precision
     in every set (``answer_set``) with ``min_support`` or more of them supported, and over all of them, which
     must be ``min_answers`` or more; never (``NEVER``) where no threshold reaches it. One pooled precision would
-    let many answers of known kinds carry a set of questions of no known kind that is mostly wrong."""
-    unpicked = {k: (w, NEVER) for k, (w, _t) in model.items()}  # answers as ordered before any is supported
+    let many answers of known kinds carry a set of questions of no known kind that is mostly wrong. ``kept``: the
+    kinds a partial refit keeps (scored by their own weights)."""
+    kept = kept or {}
+    unpicked = {k: (w, NEVER) for k, (w, _t) in {**kept, **model}.items()}  # ordered before any is supported
+    can = set(model) | {k for k, (_w, t) in kept.items() if t <= 1.0}
     best = [(q.routes[b], score, q.ys[b], answer_set(q, b)) for q in questions if q.xs
-            for b, score in [_best(q, unpicked)] if not q.gated[b]]
+            for b, score in [_best(q, unpicked, can)] if not q.gated[b]]
     for kind, (w, _t) in list(model.items()):
         mine = [(s, y, g) for k, s, y, g in best if k == kind]
         chosen = NEVER
@@ -224,7 +234,7 @@ def calibrate(paths: list[Path], out: Path, target: float = 0.9, only: Optional[
     if not set(model) - set(kept):
         raise ValueError("too few labelled candidates of any kind to fit")
     fitted = {k: v for k, v in model.items() if k not in kept}
-    pick_thresholds(fit_on, fitted, target)
+    pick_thresholds(fit_on, fitted, target, kept={k: v for k, v in model.items() if k in kept})
     model.update(fitted)
     floor = pick_floor(fit_on, model)
     if old:  # the floor was picked over every kind: a partial refit keeps it

@@ -330,6 +330,33 @@ def test_a_supported_candidate_is_the_answer_whenever_there_is_one():
     assert [c["source"] for c in ranked] == ["clause", "passage"]
 
 
+def test_a_check_puts_a_candidate_first_only_where_its_kind_can_be_supported_or_it_states_a_value():
+    """Nothing supported: an extracted sentence whose own check held (its words are in a passage) comes first
+    when its kind can be supported, but not when it never can be: then the passage the verifier finds more
+    probable is what the answer states as found. An extracted value (a figure) leads either way."""
+    from app.agent.frame import QuestionFrame
+    from app.agent.verifier import Calibration, Calibrations, judge
+
+    q = "can a party assign this agreement?"
+    frame = QuestionFrame(q, q, "clause", ask="text")
+    w = {k: 0.0 for k in FEATURES}
+    text = {"answer": "Licensee shall execute copyright assignments at Licensor's request", "route": "rag",
+            "source": "text", "check": True, "rank": 0, "citations": [
+                {"quote": "Licensee shall execute copyright assignments at Licensor's request.", "doc_id": "d"}]}
+    passage = {"answer": "\u201cNeither party may assign this Agreement without consent.\u201d", "route": "rag",
+               "source": "passage", "check": False, "rank": 0,
+               "citations": [{"quote": "Neither party may assign this Agreement without consent.", "doc_id": "d"}]}
+    for text_threshold, first in ((NEVER, "passage"), (0.99, "text")):
+        cal = Calibrations({"rag:text": Calibration(dict(w, bias=-1.0), text_threshold, "test"),  # scores 0.27
+                            "rag:passage": Calibration(dict(w, bias=0.0), 0.9, "test")})  # 0.5: not supported
+        best, verdict, ranked = judge(frame, [text, passage], calibration=cal)
+        assert not verdict.supported
+        assert best["source"] == first, text_threshold
+        value = dict(text, answer="$2.5 million", citations=[{"quote": "The fee is $2.5 million.", "doc_id": "d"}])
+        best, verdict, ranked = judge(frame, [value, passage], calibration=cal)
+        assert best is value, text_threshold
+
+
 def test_margin_is_how_far_the_cited_passage_stands_above_the_others():
     """``margin``: the fused score of the retrieved passage holding the cited quote, less the best other one,
     over the best; a quote no passage holds has none; a judged candidate carries it as a feature."""
