@@ -174,12 +174,12 @@ def passage_candidates(question: str, ctype: str | None, passages: list[dict], s
     qwords, out = content_words(question), []
     for p in passages:
         picked = p.get("quote") or ""
-        quotes = [picked] if picked and picked in p["text"] else candidate_quotes(p["text"], ct, qwords, top=1,
-                                                                                   min_score=-1.0)
+        picked = picked if picked and picked in p["text"] else ""
+        quotes = [picked] if picked else candidate_quotes(p["text"], ct, qwords, top=1, min_score=-1.0)
         if quotes:
             cite = citation(p, quotes[0])
             out.append(as_candidate({"answer": format_answer("", cite), "citations": [cite], "supported": False},
-                                    "rag", "passage", rank=start + len(out)))
+                                    "rag", "passage", rank=start + len(out), picked=bool(picked)))
     return out
 
 

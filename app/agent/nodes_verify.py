@@ -83,6 +83,7 @@ def make_verify_node(deps: AgentDeps):
         out = {k: best.get(k) for k in EXTRAS}
         out.update(route=best.get("route") or route, verdict=dict(verdict.to_dict(), candidates=[
             {"answer": _short(c.get("answer") or "", 600), "route": c.get("route"), "source": c.get("source"),
+             "picked": bool(c.get("picked")),
              "citations": [{k: ci.get(k) for k in ("doc_id", "filename", "page", "section", "quote")}
                            for ci in (c.get("citations") or [])[:2]],
              "score": c["verdict"]["score"], "features": c["verdict"]["features"], "gated": c["verdict"]["gated"],

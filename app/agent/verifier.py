@@ -330,14 +330,23 @@ def is_value(candidate: dict) -> bool:
     return len(((candidate.get("answer") or "").splitlines() or [""])[0].split()) <= VALUE_WORDS
 
 
-def leads(check: bool, can_support: bool, value: bool) -> bool:
+def leads(check: bool, can_support: bool, value: bool, picked: bool = True) -> bool:
     """Whether a candidate's own check puts it ahead of those the verifier finds more probable: where its kind can
     be supported (probabilities of different kinds are fitted on different sets: across kinds the check is the
-    surer order), or where it states a value. A sentence extracted by a kind that is never supported
-    (``rag:text``) is weighed against the passages by probability alone (CUAD-dev, questions of no known kind:
-    a wrong extraction was shown ahead of a right passage 41 times, the reverse 8); an extracted figure or date
-    still leads the passage that holds it (TAT-QA: the passage states it among other words)."""
-    return bool(check) and (can_support or value)
+    surer order), where it states a value, or unless the most probable candidate is a passage carrying the clause
+    finder's pick (``picked``: a question of no known kind about an agreement). Against it, a sentence extracted by
+    a kind that is never supported (``rag:text``) is weighed by probability alone (CUAD-dev, questions of no known
+    kind: a wrong extraction was shown ahead of a right passage 41 times, the reverse 8); an extracted figure or
+    date still leads the passage that holds it (TAT-QA: the passage states it among other words). A filing's
+    passages carry no pick: there the extraction's reads (an 8-K's first item, a list's sentences) lead, as the
+    unrestricted order lost two FinanceBench-dev answers."""
+    return bool(check) and (can_support or value or not picked)
+
+
+def rival_picked(picks: list, gated: list, score: list) -> bool:
+    """The most probable ungated candidate is a passage carrying the clause finder's pick (``leads``)."""
+    open_ = [i for i in range(len(score)) if not gated[i]]
+    return bool(open_) and bool(picks[max(open_, key=lambda i: score[i])])
 
 
 def answer_order(gated: list, supported: list, lead: list, score: list) -> list[int]:
@@ -373,7 +382,9 @@ def judge(frame, candidates: list[dict], embedder=None, kind=None,
         ok = not gates and p >= cc.threshold
         why = gates or ([f"score {p:.2f} >= {cc.threshold:.2f}"] if ok else [f"score {p:.2f} < {cc.threshold:.2f}"])
         judged.append((c, Verdict(p, ok, cc.threshold, why, x, bool(gates))))
-    lead = [leads(v.features["check"], v.threshold <= 1.0, is_value(c)) for c, v in judged]
+    picked = rival_picked([bool(c.get("picked")) for c, _ in judged], [v.gated for _, v in judged],
+                          [v.score for _, v in judged])
+    lead = [leads(v.features["check"], v.threshold <= 1.0, is_value(c), picked) for c, v in judged]
     order = answer_order([v.gated for _, v in judged], [v.supported for _, v in judged], lead,
                          [v.score for _, v in judged])
     best, verdict = judged[order[0]]

@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from app.agent.verifier import (FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, answer_order, candidate_kind, is_value,
-                                 leads)
+                                 leads, rival_picked)
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 
@@ -44,6 +44,7 @@ class Question:
     gated: list  # candidate failed a hard gate?
     routes: list  # candidate's route
     values: Optional[list] = None  # candidate's answer is a value (``verifier.is_value``)
+    picks: Optional[list] = None  # candidate is a passage carrying the clause finder's pick (``verifier.leads``)
 
 
 def _half(doc: str) -> int:
@@ -76,7 +77,8 @@ def load_questions(path: Path) -> list[Question]:
             xs.append([float(c["features"].get(k, 0.0)) for k in FEATURES])
             gated.append(bool(c.get("gated")))
             routes.append(candidate_kind(c))
-        out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated, routes, values))
+        out.append(Question(str(path), row.get("category") or "", _half(row["doc"]), xs, ys, gated, routes, values,
+                            [bool(c.get("picked")) for c in cands]))
     return out
 
 
@@ -119,7 +121,9 @@ def _best(q: Question, model: Model, can: Optional[set] = None) -> tuple[int, fl
     sup = [not q.gated[i] and s[i] >= _threshold(q, i, model) for i in range(len(s))]
     ok = [q.routes[i] in can if can is not None else _threshold(q, i, model) <= 1.0 for i in range(len(s))]
     values = q.values or [False] * len(s)
-    b = answer_order(q.gated, sup, [leads(x[CHECK], c, v) for x, c, v in zip(q.xs, ok, values)], list(s))[0]
+    picked = rival_picked(q.picks or [False] * len(s), q.gated, list(s))
+    lead = [leads(x[CHECK], c, v, picked) for x, c, v in zip(q.xs, ok, values)]
+    b = answer_order(q.gated, sup, lead, list(s))[0]
     return b, float(s[b])
 
 

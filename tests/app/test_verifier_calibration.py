@@ -332,8 +332,10 @@ def test_a_supported_candidate_is_the_answer_whenever_there_is_one():
 
 def test_a_check_puts_a_candidate_first_only_where_its_kind_can_be_supported_or_it_states_a_value():
     """Nothing supported: an extracted sentence whose own check held (its words are in a passage) comes first
-    when its kind can be supported, but not when it never can be: then the passage the verifier finds more
-    probable is what the answer states as found. An extracted value (a figure) leads either way."""
+    when its kind can be supported, but not when it never can be and the passage beside it carries the clause
+    finder's pick: then the passage the verifier finds more probable is what the answer states as found. An
+    extracted value (a figure) leads either way, and so does a sentence beside passages nobody picked (a
+    filing's)."""
     from app.agent.frame import QuestionFrame
     from app.agent.verifier import Calibration, Calibrations, judge
 
@@ -344,7 +346,7 @@ def test_a_check_puts_a_candidate_first_only_where_its_kind_can_be_supported_or_
             "source": "text", "check": True, "rank": 0, "citations": [
                 {"quote": "Licensee shall execute copyright assignments at Licensor's request.", "doc_id": "d"}]}
     passage = {"answer": "\u201cNeither party may assign this Agreement without consent.\u201d", "route": "rag",
-               "source": "passage", "check": False, "rank": 0,
+               "source": "passage", "check": False, "rank": 0, "picked": True,
                "citations": [{"quote": "Neither party may assign this Agreement without consent.", "doc_id": "d"}]}
     for text_threshold, first in ((NEVER, "passage"), (0.99, "text")):
         cal = Calibrations({"rag:text": Calibration(dict(w, bias=-1.0), text_threshold, "test"),  # scores 0.27
@@ -355,6 +357,8 @@ def test_a_check_puts_a_candidate_first_only_where_its_kind_can_be_supported_or_
         value = dict(text, answer="$2.5 million", citations=[{"quote": "The fee is $2.5 million.", "doc_id": "d"}])
         best, verdict, ranked = judge(frame, [value, passage], calibration=cal)
         assert best is value, text_threshold
+        best, verdict, ranked = judge(frame, [text, dict(passage, picked=False)], calibration=cal)
+        assert best is text, text_threshold
 
 
 def test_margin_is_how_far_the_cited_passage_stands_above_the_others():
