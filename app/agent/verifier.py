@@ -336,7 +336,7 @@ def leads(check: bool, can_support: bool, value: bool, picked: bool = True) -> b
     surer order), where it states a value, or unless the most probable candidate is a passage carrying the clause
     finder's pick (``picked``: a question of no known kind about an agreement). Against it, a sentence extracted by
     a kind that is never supported (``rag:text``) is weighed by probability alone (CUAD-dev, questions of no known
-    kind: a wrong extraction was shown ahead of a right passage 41 times, the reverse 8); an extracted figure or
+    kind: a wrong extraction was shown ahead of a right passage 43 times, the reverse 8); an extracted figure or
     date still leads the passage that holds it (TAT-QA: the passage states it among other words). A filing's
     passages carry no pick: there the extraction's reads (an 8-K's first item, a list's sentences) lead, as the
     unrestricted order lost two FinanceBench-dev answers."""
