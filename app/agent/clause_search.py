@@ -22,4 +22,4 @@ def find_passages(kb, tenant: str, question: str, k: int = 6, doc_ids: list[str]
     kbt = kb.for_tenant(tenant)
     taxonomy = taxonomy_for(kb, tenant)
     kind = taxonomy.match(query, kb.embedder) if kind is False else taxonomy.get(kind)
-    return [u.passage() for u in find_units(kbt, query, kind, scope.doc_ids, k)]
+    return [u.passage() for u in find_units(kbt, query, kind, scope.doc_ids, k, scope.agreements)]

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 ANSWER_KINDS = ("clause", "figure", "comparison", "list", "yes_no", "summary", "text")
 FIGURE_ASKS = ("amount", "percent", "count")
+MAX_AGREEMENTS = 256  # agreements the frame keeps for later nodes (state stays small; past it the finder reads its own)
 YES_NO_LEADS = ("is", "are", "does", "do", "can", "may", "shall", "will", "has", "have", "was", "were", "did",
                 "must", "could", "should", "would")
 
@@ -39,6 +40,7 @@ class QuestionFrame:
     doc_ids: Optional[list[str]] = None  # documents in scope (None: every document of the tenant)
     not_in_documents: str = ""  # a company named that no document in scope is about: the answer, as is
     companies: list[str] = field(default_factory=list)  # companies named that documents in scope are about
+    agreements: Optional[list[str]] = None  # documents in scope whose opening names parties (None: not kept)
     bi_planned: bool = False  # a table in scope answers it with a confident program (kept in the scratch)
     bi_reason: str = ""  # why not, when not
     wants_long: bool = False  # a summary / whole-document reading
@@ -121,7 +123,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         planned, why_not = _plan_once(kbt, question, doc_ids, cs, scratch)
         if planned:  # a kind named by one word ("audit fees") is a line item the tables hold, not a clause
             kind = None
-    if kind is not None and not strong and not _about_contracts(kbt, query, scope.doc_ids or doc_ids):
+    agreements = sc.agreements or frozenset()
+    if kind is not None and not strong and not _about_contracts(query, scope.doc_ids or doc_ids, agreements):
         kind = None  # one word ("What do the audit fees comprise?") and no contract in view: the question's own words
     comparison = pq.op in ("difference", "pct_change", "ratio", "max", "min") and not kind
     frame = QuestionFrame(
@@ -131,7 +134,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         words=sorted(content_words(query)),
         instructions={"definition": rd.definition, "statements": rd.statements, "fallback": rd.fallback},
         doc_ids=scope.doc_ids if scope.doc_ids is not None else doc_ids,
-        companies=list(cs.matched), wants_long=long)
+        companies=list(cs.matched), wants_long=long,
+        agreements=sorted(agreements) if len(agreements) <= MAX_AGREEMENTS else None)
     if not kind:
         frame.bi_planned, frame.bi_reason = planned, why_not
     frame.read_s = round(time.perf_counter() - t0, 4)
@@ -170,19 +174,15 @@ def _missing_documents(kbt, question: str, doc_ids) -> str:
             "question is not answered from other documents.")
 
 
-def _about_contracts(kbt, query: str, doc_ids) -> bool:
-    """The question speaks of a contract ("this agreement", "either party") or a document in scope is one (its
-    opening names parties, read at ingest)."""
+def _about_contracts(query: str, doc_ids, agreements: frozenset[str]) -> bool:
+    """The question speaks of a contract ("this agreement", "either party") or a document in scope is one
+    (``agreements``: those whose opening names parties, as the scope read them)."""
     from app.agent.clauses.taxonomy import TOKEN
     from app.agent.vocabulary import contract_words
 
     if set(TOKEN.findall(query.lower())) & contract_words():  # data: app/data/vocabulary.yaml
         return True
-    try:
-        return any(f.parties for f in kbt.facts(doc_ids).values())
-    except Exception:  # the facts never block a question: read as no contract
-        log.exception("document facts unreadable")
-        return False
+    return bool(agreements & set(doc_ids)) if doc_ids else bool(agreements)
 
 
 def _clause_kind(kbt, query: str, taxonomy=None):

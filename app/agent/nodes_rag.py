@@ -47,7 +47,8 @@ def make_rag_nodes(deps: AgentDeps):
     def retrieve(state: AgentState) -> dict:
         frame = QuestionFrame.from_state(state.get("frame")) or read_question(
             deps.kb.for_tenant(state["tenant"]), state["question"], state.get("doc_ids"), "rag")  # run alone
-        scope = scope_mod.Scope(frame.doc_ids, frame.query, "", {})
+        agreements = frozenset(frame.agreements) if frame.agreements is not None else None
+        scope = scope_mod.Scope(frame.doc_ids, frame.query, "", {}, agreements=agreements)
         k = max(deps.settings.retrieval_k, ANSWER_PASSAGES)
         hits = find_passages(deps.kb, state["tenant"], frame.query, k=k, scope=scope, kind=frame.clause_kind)
         return {"passages": [passage_dict(p) for p in hits], "route": "rag", "search_query": frame.query,

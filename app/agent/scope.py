@@ -57,6 +57,7 @@ class Scope:
     company: CompanyScope = field(default_factory=CompanyScope)  # the companies named, their documents
     asked: FilingAsk = field(default_factory=FilingAsk)  # the forms, fiscal years, quarters and dates named
     filing: str = ""  # why doc_ids were narrowed to the filing the question names, "" if not
+    agreements: frozenset[str] | None = None  # documents read whose opening names parties; None: not read
 
     @property
     def out_of_scope(self) -> bool:
@@ -121,6 +122,7 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
     asked = ask_of(question)
     scope = _resolve(facts, question, doc_ids)
     scope.asked = asked
+    scope.agreements = agreements = _agreements(facts)
     try:
         cs = company_scope_of(kbt, question, doc_ids, facts)
     except Exception:  # never blocks a question: the name-profile scope stands
@@ -145,7 +147,12 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
     if cs.doc_ids and not (scope.doc_ids and set(scope.doc_ids) <= set(cs.doc_ids)):
         chosen, filing = list(cs.doc_ids), cs.filing
     return Scope(chosen, _strip_file_names(facts, query, chosen or named), scope.naming, scope.scores, cs, asked,
-                 filing)
+                 filing, agreements)
+
+
+def _agreements(facts: dict) -> frozenset[str]:
+    """The documents whose opening names their parties (read at ingest): agreements."""
+    return frozenset(d for d, f in facts.items() if f.parties)
 
 
 def _file_words(filename: str) -> set[str]:

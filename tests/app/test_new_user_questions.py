@@ -52,3 +52,18 @@ def test_an_unrelated_question_is_not_found_with_no_citation(sample_service):
     a = sample_service.ask(TENANT, "What is the chief executive's favourite colour?")
     assert not a.supported and a.citations == []
     assert "do not contain" in a.answer
+
+
+def test_the_frame_reads_which_documents_are_agreements_once_for_the_clause_finder(sample_service):
+    """The scope's one read of the stored facts tells the agreements (an opening naming parties) from the report
+    and the spreadsheet; the frame carries them, and the finder picks a sentence only in what it is handed."""
+    from app.agent.clauses.finder import find_units
+    from app.agent.frame import read_question
+
+    kbt = sample_service.kb.for_tenant(TENANT)
+    names = {d.id: d.filename for d in kbt.list_documents()}
+    frame = read_question(kbt, "What happens to customer data when the services end?", scratch={})
+    assert {names[d] for d in frame.agreements} == {MSA, NDA}, frame.agreements
+    handed = find_units(kbt, frame.query, None, frame.doc_ids, 6, frozenset(frame.agreements))
+    assert any(u.answer_quote for u in handed) and all(names[u.doc_id] in (MSA, NDA) for u in handed if u.answer_quote)
+    assert not any(u.answer_quote for u in find_units(kbt, frame.query, None, frame.doc_ids, 6, frozenset()))

@@ -164,9 +164,11 @@ def _searches(kbt, query: str, kind: Optional[ClauseKind], docs: Optional[list[s
 
 
 def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Optional[list[str]] = None,
-               k: int = 6) -> list[Unit]:
+               k: int = 6, agreements: Optional[frozenset[str]] = None) -> list[Unit]:
     """Clause units best first (whole numbered sections with their sub-clauses), each with a fused ``score``,
-    its score's ``parts`` and its best sentence(s) as ``quote`` (also as ``answer_quote`` where step 5 says)."""
+    its score's ``parts`` and its best sentence(s) as ``quote`` (also as ``answer_quote`` where step 5 says).
+    ``agreements``: the documents whose opening names parties, as the question's scope read them (read here
+    when not given)."""
     scope = list(doc_ids) if doc_ids else None
     searches = _searches(kbt, query, kind, scope)
     docs = _documents(kbt, query, scope, [p for s in searches for p in s])
@@ -206,7 +208,10 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
             s *= 0.7  # a definition names the clause without being it
         u.score, u.quote, u.parts = float(s), quote, parts
     units.sort(key=lambda u: (-u.score, u.position))
-    agreements = _agreements(kbt, docs) if kind is None else set()
+    if kind is not None:
+        agreements = frozenset()
+    elif agreements is None:
+        agreements = _agreements(kbt, docs)
     if kind is None and query.strip():
         _dense(kbt.embedder, query, [u for u in units if u.doc_id in agreements][:DENSE_TOP])
         units.sort(key=lambda u: (-u.score, u.position))
@@ -215,11 +220,11 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
     return units[:k]
 
 
-def _agreements(kbt, docs: list[str]) -> set[str]:
+def _agreements(kbt, docs: list[str]) -> frozenset[str]:
     """The documents that name their parties (read at ingest): agreements, whose clauses state in prose what a
     question asks. A filing's answer is mostly in a table, which no sentence states: on FinanceBench-dev the
     sentence re-read put the evidence page lower (recall@5 0.47 -> 0.42), so it reads agreements only."""
-    return {d for d, f in kbt.facts(docs).items() if f.parties} if docs else set()
+    return frozenset(d for d, f in kbt.facts(docs).items() if f.parties) if docs else frozenset()
 
 
 def _dense(embedder, query: str, units: list[Unit]) -> None:
