@@ -123,6 +123,34 @@ def test_ratio_and_share_of_a_total(env):
     assert "100 / 170 × 100 = 58.82%" in share["answer"]
 
 
+REGIONS = """<html><body><h1>Initech annual report 2021</h1>
+<p>Revenue by region (in millions)</p>
+<table>
+<tr><th></th><th>2021</th><th>2020</th></tr>
+<tr><td>France</td><td>300.0</td><td>280.0</td></tr>
+<tr><td>Germany</td><td>100.0</td><td>90.0</td></tr>
+<tr><td>Total Europe</td><td>400.0</td><td>370.0</td></tr>
+<tr><td>Americas</td><td>600.0</td><td>530.0</td></tr>
+<tr><td>Total revenue</td><td>1,000.0</td><td>900.0</td></tr>
+</table></body></html>"""
+
+
+def test_a_share_reads_each_row_where_its_whole_label_stands(env, tmp_path):
+    """"revenue from total Europe as a percentage of the total revenue": "revenue" first occurs in the part
+    asked, but the row "Total revenue" is named whole at the end, so it divides."""
+    from app.agent.nodes_bi import make_bi_node
+    from app.agent.state import turn_input
+
+    kb, deps, _docs = env
+    path = tmp_path / "initech_annual_2021.html"
+    path.write_text(REGIONS)
+    res = kb.ingest_file(path, "bi-regions")
+    assert res.status == "ingested" and res.tables == 1, res
+    q = "How much is the 2021 revenue from total Europe as a percentage of the 2021 total revenue?"
+    out = make_bi_node(deps)(turn_input("bi-regions", q, "bi", [res.doc_id]))
+    assert out["route"] == "bi" and "400 / 1,000 × 100 = 40%" in out["answer"], out["answer"]
+
+
 def test_max_over_periods_and_lookup_with_synonyms(env):
     out = ask(env, "Which year had the highest operating income?")
     assert_bi(env, out)

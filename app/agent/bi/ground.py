@@ -94,10 +94,17 @@ def word_positions(text: str) -> dict[str, int]:
     return pos
 
 
+def _label_at(label: str, low: str) -> Optional[int]:
+    """Where ``label``'s words stand together, in order, in the lower-cased question ``low``; None if nowhere."""
+    ws = WORD.findall(label.lower())
+    m = re.search(r"\b" + r"\W+".join(map(re.escape, ws)) + r"\b", low) if ws else None
+    return m.start() if m else None
+
+
 def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] = None) -> list[RowMatch]:
     """Rows ranked by how well the question names them."""
     plain = content_words(pq.phrase)
-    pos = word_positions(pq.phrase)
+    pos, low = word_positions(pq.phrase), pq.phrase.lower()
     norm_q = " ".join(WORD.findall(pq.phrase.lower()))
     dense = np.zeros(len(view.rows))
     if encode is not None and view.rows:
@@ -130,9 +137,11 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
             lex += 0.1 if pq.wants_total and pq.op != "sum" and lw != TOTAL_WORDS else -0.15 * (not pq.wants_total)
         d = float(max(0.0, min(1.0, (dense[i] - 0.2) / 0.6)))
         score = 0.75 * lex + 0.25 * d if matched else 0.6 * d * (d > 0.7)
-        # where the question names the row: its last-appearing word's first occurrence ("net sales to cost of
-        # sales": "cost of sales" is named where "cost" is, not where the shared "sales" first occurs)
-        first = max((pos[w] for w in matched if w in pos), default=10_000)
+        # where the question names the row: where its whole label stands ("net sales from total electronic
+        # components as a percentage of the total net sales": "Total Net Sales" at the end), else its
+        # last-appearing word's first occurrence ("net sales to cost of sales": "cost of sales" where "cost" is)
+        first = _label_at(row.label, low) if matched else None
+        first = max((pos[w] for w in matched if w in pos), default=10_000) if first is None else first
         out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first, named, cov >= 1.0))
     out.sort(key=lambda m: -m.score)
     return out
