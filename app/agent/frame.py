@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 ANSWER_KINDS = ("clause", "figure", "comparison", "list", "yes_no", "summary", "text")
 FIGURE_ASKS = ("amount", "percent", "count")
-MAX_AGREEMENTS = 256  # agreements the frame keeps for later nodes (state stays small; past it the finder reads its own)
+MAX_AGREEMENTS = 64  # agreements the frame keeps for later nodes (every checkpoint holds it; past it the finder reads)
 YES_NO_LEADS = ("is", "are", "does", "do", "can", "may", "shall", "will", "has", "have", "was", "were", "did",
                 "must", "could", "should", "would")
 
@@ -124,7 +124,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         if planned:  # a kind named by one word ("audit fees") is a line item the tables hold, not a clause
             kind = None
     agreements = sc.agreements or frozenset()
-    if kind is not None and not strong and not _about_contracts(query, scope.doc_ids or doc_ids, agreements):
+    in_scope = agreements & set(scope.doc_ids) if scope.doc_ids is not None else agreements
+    if kind is not None and not strong and not _about_contracts(query, in_scope):
         kind = None  # one word ("What do the audit fees comprise?") and no contract in view: the question's own words
     comparison = pq.op in ("difference", "pct_change", "ratio", "max", "min") and not kind
     frame = QuestionFrame(
@@ -135,7 +136,7 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
         instructions={"definition": rd.definition, "statements": rd.statements, "fallback": rd.fallback},
         doc_ids=scope.doc_ids if scope.doc_ids is not None else doc_ids,
         companies=list(cs.matched), wants_long=long,
-        agreements=sorted(agreements) if len(agreements) <= MAX_AGREEMENTS else None)
+        agreements=sorted(in_scope) if len(in_scope) <= MAX_AGREEMENTS else None)
     if not kind:
         frame.bi_planned, frame.bi_reason = planned, why_not
     frame.read_s = round(time.perf_counter() - t0, 4)
@@ -174,15 +175,13 @@ def _missing_documents(kbt, question: str, doc_ids) -> str:
             "question is not answered from other documents.")
 
 
-def _about_contracts(query: str, doc_ids, agreements: frozenset[str]) -> bool:
+def _about_contracts(query: str, agreements: frozenset[str]) -> bool:
     """The question speaks of a contract ("this agreement", "either party") or a document in scope is one
-    (``agreements``: those whose opening names parties, as the scope read them)."""
+    (``agreements``: those in scope whose opening names parties, as the scope read them)."""
     from app.agent.clauses.taxonomy import TOKEN
     from app.agent.vocabulary import contract_words
 
-    if set(TOKEN.findall(query.lower())) & contract_words():  # data: app/data/vocabulary.yaml
-        return True
-    return bool(agreements & set(doc_ids)) if doc_ids else bool(agreements)
+    return bool(set(TOKEN.findall(query.lower())) & contract_words()) or bool(agreements)  # vocabulary.yaml
 
 
 def _clause_kind(kbt, query: str, taxonomy=None):
