@@ -418,3 +418,40 @@ def test_an_operand_read_from_a_statement_page_not_recognised_as_one(tmp_path_fa
         out = ask_bi(env, "bi-telecom", "Is Zeta a capital intensive business based on FY 2022 data?")
         assert head(out).startswith("Yes, the capital expenditure as a % of revenue was 16.87% in FY2022"), head(out)
         assert "total assets / revenue = 379,680 / 136,835 = 2.77" in head(out), head(out)
+
+
+HOLDCO = """<html><body><h1>Holdco plc annual report 2023</h1>
+<p>Consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>June 30, 2023</th><th>June 30, 2022</th></tr>
+<tr><td>Cash and cash equivalents</td><td>689.0</td><td>775.0</td></tr>
+<tr><td>Trade receivables, net of allowance for credit losses of $21 and $25, respectively</td><td>1,875.0</td>
+<td>1,935.0</td></tr>
+<tr><td>Inventories</td><td>2,213.0</td><td>2,439.0</td></tr>
+<tr><td>Total current assets</td><td>5,308.0</td><td>5,853.0</td></tr>
+<tr><td>Trade payables</td><td>2,690.0</td><td>3,073.0</td></tr>
+<tr><td>Total current liabilities</td><td>4,476.0</td><td>5,103.0</td></tr>
+</table>
+<p>Schedule I: condensed financial information of the registrant.</p>
+<p>Consolidated balance sheets (in millions)</p>
+<table>
+<tr><th></th><th>June 30, 2023</th><th>June 30, 2022</th></tr>
+<tr><td>Cash and cash equivalents</td><td>54.0</td><td>68.0</td></tr>
+<tr><td>Receivables, net</td><td>342.0</td><td>662.0</td></tr>
+<tr><td>Total current assets</td><td>477.0</td><td>820.0</td></tr>
+<tr><td>Payables</td><td>153.0</td><td>162.0</td></tr>
+<tr><td>Total current liabilities</td><td>1,145.0</td><td>1,275.0</td></tr>
+</table></body></html>"""
+
+
+def test_a_ratio_reads_all_its_terms_from_the_first_statement_that_holds_them(tmp_path_factory):
+    """The parent company's own balance sheet, printed later, names its receivables more plainly; the quick ratio
+    still reads cash, receivables and current liabilities from the consolidated one, not a mix of the two."""
+    gen = bi_env(tmp_path_factory, "bi-holdco", "HOLDCO_2023_10K.html", HOLDCO, 2)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-holdco", "What was Holdco's quick ratio in FY2023?")
+        # (689 + 1,875) / 4,476 = 0.57; the mix (689 + 342) / 4,476 = 0.23
+        assert "0.57" in head(out) and "342" not in out["answer"], out["answer"]
+    finally:
+        next(gen, None)

@@ -229,7 +229,12 @@ def _percent_tree(metric: Metric, tree: Node) -> Node:
 
 def bind(views: list[TableView], tree: Node, target: Period, statements: list[str],
          encode: Optional[Callable] = None) -> tuple[dict[int, list[Leaf]], list[str]]:
-    """Every term of ``tree`` grounded in ``views`` (one document's tables): (leaves, missing reasons)."""
+    """Every term of ``tree`` grounded in ``views`` (one document's tables): (leaves, missing reasons). Where one
+    statement table grounds every term the metric needs, the first such (in page order) gives them all: a ratio
+    of one company's figures, not the consolidated cash over a parent-only schedule's receivables."""
+    one = _one_table(views, tree, target, statements, encode)
+    if one is not None:
+        return one, []
     leaves: dict[int, list[Leaf]] = {}
     missing: list[str] = []
     for t in terms(tree):
@@ -240,6 +245,31 @@ def bind(views: list[TableView], tree: Node, target: Period, statements: list[st
             continue
         leaves[id(t)] = got
     return leaves, missing
+
+
+def _one_table(views: list[TableView], tree: Node, target: Period, statements: list[str],
+               encode: Optional[Callable] = None) -> Optional[dict[int, list[Leaf]]]:
+    ts = terms(tree)
+    if len(ts) < 2:
+        return None
+    tables = sorted((v for v in views if getattr(v.info, "statement", "")), key=_document_order)
+    for view in tables:
+        leaves: dict[int, list[Leaf]] = {}
+        for t in ts:
+            got, _why = ground([view], t.name, term_periods(t, target), statements, encode, t.outflow)
+            if got is None and not t.optional:
+                break
+            if got is not None:
+                leaves[id(t)] = got
+        else:
+            return leaves
+    return None
+
+
+def _document_order(view: TableView) -> tuple[int, int]:
+    """(page, the table's number in its document: the suffix of its SQL name)."""
+    n = view.info.sql_name.rsplit("_", 1)[-1]
+    return view.info.page or 0, int(n) if n.isdigit() else 0
 
 
 def newest_period(views: list[TableView]) -> Optional[Period]:
