@@ -242,8 +242,10 @@ class LexiconService:
 
         def run():
             try:
+                # one checkpoint per turn, written when the graph exits (a node-by-node trail cost ~100 KB a
+                # question on disk; a run cut short is asked again, not resumed)
                 for chunk in self.graph.stream(turn_input(tenant, question.strip(), mode, doc_ids), config,
-                                               stream_mode="custom"):
+                                               stream_mode="custom", durability="exit"):
                     if cancel.is_set():
                         return
                     events.put(chunk)

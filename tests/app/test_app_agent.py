@@ -73,6 +73,16 @@ def test_threads_persist_across_service_restarts(sample_service, module_settings
         other._close_checkpointer()
 
 
+def test_a_thread_keeps_one_checkpoint_per_turn(sample_service):
+    """The checkpointer keeps each turn's end state, not every node's: a server answering many questions does not
+    fill its disk with trails of intermediate states (about 100 KB a question before)."""
+    for q in ("Which law governs the NDA?", "And who are the parties to it?"):
+        sample_service.ask(TENANT, q, thread_id="one-per-turn")
+    config = sample_service._config(TENANT, "one-per-turn")
+    assert len(list(sample_service.checkpointer.list(config))) == 2
+    assert [m["role"] for m in sample_service.thread_history(TENANT, "one-per-turn")] == ["user", "assistant"] * 2
+
+
 def test_dossier_over_the_context_budget_hands_over_to_rag(sample_service, module_settings):
     from app.service import LexiconService
 
