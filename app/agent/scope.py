@@ -122,7 +122,7 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
     asked = ask_of(question)
     scope = _resolve(facts, question, doc_ids)
     scope.asked = asked
-    scope.agreements = agreements = _agreements(facts)
+    scope.agreements = agreements = agreements_of(facts)
     try:
         cs = company_scope_of(kbt, question, doc_ids, facts)
     except Exception:  # never blocks a question: the name-profile scope stands
@@ -150,8 +150,8 @@ def documents_for(kbt, question: str, doc_ids: list[str] | None = None) -> Scope
                  filing, agreements)
 
 
-def _agreements(facts: dict) -> frozenset[str]:
-    """The documents whose opening names their parties (read at ingest): agreements."""
+def agreements_of(facts: dict) -> frozenset[str]:
+    """The documents of ``facts`` (doc_id -> stored facts) whose opening names their parties: agreements."""
     return frozenset(d for d, f in facts.items() if f.parties)
 
 

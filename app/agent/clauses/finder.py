@@ -43,6 +43,7 @@ from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.clauses.units import Unit, document_units
 from app.agent.quotes import quote_spans as _spans
+from app.agent.scope import agreements_of
 from app.agent.verify import has_slot
 
 SEARCH_K = 30
@@ -224,7 +225,7 @@ def _agreements(kbt, docs: list[str]) -> frozenset[str]:
     """The documents that name their parties (read at ingest): agreements, whose clauses state in prose what a
     question asks. A filing's answer is mostly in a table, which no sentence states: on FinanceBench-dev the
     sentence re-read put the evidence page lower (recall@5 0.47 -> 0.42), so it reads agreements only."""
-    return frozenset(d for d, f in kbt.facts(docs).items() if f.parties) if docs else frozenset()
+    return agreements_of(kbt.facts(docs)) if docs else frozenset()
 
 
 def _dense(embedder, query: str, units: list[Unit]) -> None:
