@@ -94,18 +94,11 @@ def word_positions(text: str) -> dict[str, int]:
     return pos
 
 
-def _label_at(label: str, low: str) -> Optional[int]:
-    """Where ``label``'s words stand together, in order, in the lower-cased question ``low``; None if nowhere."""
-    ws = WORD.findall(label.lower())
-    m = re.search(r"\b" + r"\W+".join(map(re.escape, ws)) + r"\b", low) if ws else None
-    return m.start() if m else None
-
-
 def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] = None) -> list[RowMatch]:
     """Rows ranked by how well the question names them."""
     plain = content_words(pq.phrase)
-    pos, low = word_positions(pq.phrase), pq.phrase.lower()
     norm_q = " ".join(WORD.findall(pq.phrase.lower()))
+    pos = word_positions(norm_q)  # where each word stands, in the same text the whole labels are looked for
     dense = np.zeros(len(view.rows))
     if encode is not None and view.rows:
         ent = entity_text(pq.phrase) or pq.phrase
@@ -126,7 +119,8 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         cov = min(1.0, len(matched) / len(lw))
         lex = cov * (0.7 + 0.1 * min(3, len(matched)))
         norm_label = " ".join(WORD.findall(row.label.lower()))
-        if norm_label and re.search(rf"\b{re.escape(norm_label)}\b", norm_q):
+        whole_at = re.search(rf"\b{re.escape(norm_label)}\b", norm_q) if norm_label else None
+        if whole_at:
             lex += 0.1
         sw = content_words(row.section) - lw
         if sw and matched:  # the section tells apart rows of the same name
@@ -140,8 +134,8 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         # where the question names the row: where its whole label stands ("net sales from total electronic
         # components as a percentage of the total net sales": "Total Net Sales" at the end), else its
         # last-appearing word's first occurrence ("net sales to cost of sales": "cost of sales" where "cost" is)
-        first = _label_at(row.label, low) if matched else None
-        first = max((pos[w] for w in matched if w in pos), default=10_000) if first is None else first
+        first = whole_at.start() if whole_at and matched else max((pos[w] for w in matched if w in pos),
+                                                                  default=10_000)
         out.append(RowMatch(row, score, lex, float(dense[i]), frozenset(matched), first, named, cov >= 1.0))
     out.sort(key=lambda m: -m.score)
     return out
