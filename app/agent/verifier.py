@@ -330,7 +330,7 @@ def is_value(candidate: dict) -> bool:
     return len(((candidate.get("answer") or "").splitlines() or [""])[0].split()) <= VALUE_WORDS
 
 
-def leads(check: bool, can_support: bool, value: bool, picked: bool = True) -> bool:
+def leads(check: bool, can_support: bool, value: bool, picked: bool) -> bool:
     """Whether a candidate's own check puts it ahead of those the verifier finds more probable: where its kind can
     be supported (probabilities of different kinds are fitted on different sets: across kinds the check is the
     surer order), where it states a value, or unless the most probable candidate is a passage carrying the clause
