@@ -109,8 +109,9 @@ def ask_of(question: str) -> Ask:
     elif re.search(r"\b(?:which|what|in which|during which)\s+(?:fiscal\s+)?(?:years?|periods?)\b", ql):
         kind = "years"
     elif re.match(r"^(?:when|by when|as of when|since when)\b", ql) or re.search(
-            r"\b(?:what|which) (?:is|was|are|were) the (?:[\w-]+ ){0,3}(?:date|deadline)s?\b", ql):
-        kind = "date"
+            r"\b(?:what|which) (?:is|was|are|were) the (?:[\w-]+ ){0,3}(?:date|deadline)s?\b|\b(?:what|which) date\b",
+            ql):
+        kind = "date"  # "on what date does it become effective?", "what date was the lease signed?"
     elif re.search(r"\bhow long\b|\bover what (?:duration|period)|\bhow often\b|\b(?:what|which) (?:is|was|are|were) "
                    r"the (?:\w+ )?(?:term|duration|useful lives?|life|period)\b", ql):
         kind = "duration"
