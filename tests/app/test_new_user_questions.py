@@ -67,3 +67,12 @@ def test_the_frame_reads_which_documents_are_agreements_once_for_the_clause_find
     handed = find_units(kbt, frame.query, None, frame.doc_ids, 6, frozenset(frame.agreements))
     assert any(u.answer_quote for u in handed) and all(names[u.doc_id] in (MSA, NDA) for u in handed if u.answer_quote)
     assert not any(u.answer_quote for u in find_units(kbt, frame.query, None, frame.doc_ids, 6, frozenset()))
+
+
+def test_payment_terms_are_not_read_as_the_agreements_term(sample_service):
+    """"payment terms" shares one word with the term clause; the other word says which terms are asked. The kind
+    read from that one word explained half the question and answered with §12.1 Term, marked supported."""
+    a = sample_service.ask(TENANT, "What are the payment terms under the MSA?")
+    found = a.answer.split("Related passages")[0]  # what the answer states (the term may be among the related)
+    assert "thirty" in found and "(30) days" in found and "three (3) years" not in found, a.answer
+    assert not a.supported or all("12.1" not in (c.section or "") for c in a.citations), a.answer

@@ -32,7 +32,8 @@ MAX_NAME = 80
 MAX_TEXT = 600
 MIN_COSINE = 0.55  # how near in meaning a weak reading that explains little of the question must be
 STRONG = 2.5  # a match score from a phrase of two words or more; one word ("audit") is a weak reading
-MIN_FIT = 0.5  # a weak reading holds only where the kind explains at least this share of the asking words
+MIN_FIT = 0.5  # a weak reading holds only where the kind explains more than this share of the asking words (half
+# is not enough: "payment terms" shares "term" with the expiration date, and "payment" says which terms)
 # words that name no clause kind on their own (a question's frame: "what", "the agreement", "a party")
 FRAME_WORDS = {"agreement", "agreements", "contract", "contracts", "party", "parties'", "clause", "clauses",
                "section", "sections", "provision", "provisions", "document", "say", "says", "state", "states"}
@@ -252,7 +253,7 @@ class Taxonomy:
         """(the kind asked about or None, whether the reading is strong: named by a phrase of two words or
         more). One word ("What were the audit fees?") may name a kind or be a line item's word; the caller
         weighs a weak reading against what else answers the question. A weak reading whose kind's data explains
-        less than ``MIN_FIT`` of the question's words is no reading unless the embedder finds the question near
+        no more than ``MIN_FIT`` of the question's words is no reading unless the embedder finds the question near
         the kind in meaning (``MIN_COSINE``): "is source code held in escrow for the licensee?" shares only
         "license" with the license grant; "how long do confidentiality obligations last?" is about
         confidentiality though most of its words are not."""
@@ -260,7 +261,7 @@ class Taxonomy:
         if not scored:
             return None, False
         kind, strong = scored[0][1], scored[0][0] >= STRONG
-        if strong or kind.fit(question) >= MIN_FIT:
+        if strong or kind.fit(question) > MIN_FIT:
             return kind, strong
         if embedder is not None and self.cosine(question, kind, embedder) >= MIN_COSINE:
             return kind, False
