@@ -247,6 +247,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     sections = " ".join(c.get("section") or "" for c in candidate.get("citations") or [])
     slot = _slot_for(frame, kind)
     asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
+    if asked == "date" and slot == "duration":
+        asked = slot  # "when does it expire?" of a term: "continues for three (3) years" says when
     if asked and span and candidate.get("route") == "rag" and not stated(asked, span):
         gates.append(f"no {asked} stated, and the question asks for one")
     if candidate.get("route") == "bi" and frame is not None:

@@ -76,3 +76,11 @@ def test_payment_terms_are_not_read_as_the_agreements_term(sample_service):
     found = a.answer.split("Related passages")[0]  # what the answer states (the term may be among the related)
     assert "thirty" in found and "(30) days" in found and "three (3) years" not in found, a.answer
     assert not a.supported or all("12.1" not in (c.section or "") for c in a.citations), a.answer
+
+
+def test_when_does_it_expire_reads_the_term_clause(sample_service):
+    """"expire" names the expiration date (data: the kind's synonyms); it was read as no kind and the finder,
+    searching the bare question, quoted no term."""
+    a = sample_service.ask(TENANT, "When does the MSA expire?")
+    assert a.supported, a.answer
+    assert _cited_files(a) == {MSA} and any("three (3) years" in c.quote for c in a.citations), a.answer
