@@ -25,7 +25,7 @@ def quote_spans(text: str, headings: bool = True) -> list[tuple[int, int]]:
     for a, b in spans:
         start = a if carry is None else carry
         frag = text[a:b]
-        joined = b - a < MIN_SENTENCE or frag.rstrip().endswith(":") or (headings and _heading_like(frag))
+        joined = b - a < MIN_SENTENCE or frag.rstrip().endswith(":") or (headings and heading_like(frag))
         if joined and (a, b) != spans[-1]:
             carry = start
             continue
@@ -36,7 +36,7 @@ def quote_spans(text: str, headings: bool = True) -> list[tuple[int, int]]:
     return out
 
 
-def _heading_like(sentence: str) -> bool:
+def heading_like(sentence: str) -> bool:
     """"2.0 GRANT OF LICENSE 2.1 Non-Exclusive License." : short, title-cased, no ordinary lower-case words."""
     words = re.findall(r"[A-Za-z][A-Za-z'-]*", sentence)
     if not words or len(words) > 12:

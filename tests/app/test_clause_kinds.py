@@ -307,3 +307,22 @@ def test_the_checklist_names_kinds_and_a_tenant_kind_works_there_without_code(kb
         assert flat(hits[0].text).startswith("11. Events Beyond Control")
     finally:
         playbook.remove_kind(kb.engine, TENANT, "force majeure")
+
+
+def test_a_units_quote_is_what_it_says_not_its_heading():
+    """A heading line shares the question's words ("Ownership of Intellectual Property"), but it only names the
+    clause: the quote is the best sentence of the clause's body. The unit's score is read as before."""
+    from app.agent.clauses.finder import _best_sentences, _Profile
+    from app.agent.clauses.taxonomy import stems
+    from app.agent.clauses.units import Unit
+    from app.agent.quotes import quote_spans
+
+    text = ("ARTICLE 9 INTELLECTUAL PROPERTY MATTERS 9.1 Ownership of Intellectual Property. 9.1.1 General. "
+            "Subject to this Section, each Party shall solely own the inventions made solely by its employees, and "
+            "the Parties shall jointly own the inventions made jointly by their employees.")
+    unit = Unit("d", "x.pdf", 1, "9.1.1 General", text)
+    unit.tokens, unit.spans = stems(text), quote_spans(text, headings=False)
+    q = "Who owns the intellectual property developed under this agreement?"
+    word, _slot, quote = _best_sentences(unit, _Profile(None, q, [unit]), "")
+    assert "ARTICLE 9" not in quote and "Subject to this Section" in quote and "jointly own" in quote, quote
+    assert word == _Profile(None, q, [unit]).sentence(set(stems(text[:text.index(" 9.1.1")])))  # the heading's

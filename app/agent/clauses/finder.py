@@ -42,7 +42,7 @@ from typing import Optional
 from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.clauses.units import Unit, document_units
-from app.agent.quotes import quote_spans as _spans
+from app.agent.quotes import heading_like, quote_spans as _spans
 from app.agent.scope import agreements_of
 from app.agent.verify import has_slot
 
@@ -142,11 +142,18 @@ def _best_sentences(unit: Unit, prof: _Profile, slot: str) -> tuple[float, float
         if filled:
             slot_score = max(slot_score, 1.0 if word >= 0.3 else 0.5)
         scored.append((word + 0.5 * prof.coverage(list(prof.vocab), words) + 0.5 * filled, i))
-    s, i = max(scored, key=lambda x: (x[0], -x[1]))
-    a, b = spans[i]
-    if i + 1 < len(spans) and scored[i + 1][0] >= 0.75 * s and spans[i + 1][1] - a <= MAX_QUOTE:
-        b = spans[i + 1][1]
-    return min(1.0, prof.sentence(set(stems(unit.text[a:b])))), slot_score, unit.text[a:b].strip()
+
+    def pair(i: int) -> tuple[int, int]:  # the i-th sentence and the next where that reads nearly as well
+        a, b = spans[i]
+        if i + 1 < len(spans) and scored[i + 1][0] >= 0.75 * scored[i][0] and spans[i + 1][1] - a <= MAX_QUOTE:
+            b = spans[i + 1][1]
+        return a, b
+
+    a, b = pair(max(scored, key=lambda x: (x[0], -x[1]))[1])
+    word = min(1.0, prof.sentence(set(stems(unit.text[a:b]))))
+    body = [x for x in scored if not heading_like(unit.text[spans[x[1]][0]:spans[x[1]][1]])]
+    a, b = pair(max(body or scored, key=lambda x: (x[0], -x[1]))[1])  # a heading names the clause; not the quote
+    return word, slot_score, unit.text[a:b].strip()
 
 
 def _documents(kbt, query: str, doc_ids: Optional[list[str]], hits: list) -> list[str]:
