@@ -455,3 +455,35 @@ def test_a_ratio_reads_all_its_terms_from_the_first_statement_that_holds_them(tm
         assert "0.57" in head(out) and "342" not in out["answer"], out["answer"]
     finally:
         next(gen, None)
+
+
+SEGMENTS = """<html><body><h1>Stride Inc annual report fiscal 2021</h1>
+<p>North America (in millions)</p>
+<table>
+<tr><th></th><th>Fiscal 2021</th><th>Fiscal 2020</th></tr>
+<tr><td>Footwear</td><td>11,644</td><td>9,329</td></tr>
+<tr><td>Apparel</td><td>5,028</td><td>4,639</td></tr>
+<tr><td>Total revenues</td><td>17,179</td><td>14,484</td></tr>
+</table>
+<p>Consolidated statements of income (in millions)</p>
+<table>
+<tr><th></th><th>Fiscal 2021</th><th>Fiscal 2020</th></tr>
+<tr><td>Revenues</td><td>44,538</td><td>37,403</td></tr>
+<tr><td>Cost of sales</td><td>24,576</td><td>21,162</td></tr>
+<tr><td>Gross profit</td><td>19,962</td><td>16,241</td></tr>
+<tr><td>Net income</td><td>5,727</td><td>2,539</td></tr>
+</table></body></html>"""
+
+
+def test_a_companys_total_is_read_from_its_statement_not_a_segments_total(tmp_path_factory):
+    """A segment's table prints "Total revenues", the words asked, where the income statement prints "Revenues":
+    the company's total revenue is the statement's; the segment's is read only when the question names it."""
+    gen = bi_env(tmp_path_factory, "bi-segments", "STRIDE_2021_10K.html", SEGMENTS, 2)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-segments", "What was Stride's total revenue in fiscal 2021?")
+        assert "44,538" in head(out) and "17,179" not in out["answer"], out["answer"]
+        out = ask_bi(env, "bi-segments", "What was Stride's North America revenue in fiscal 2021?")
+        assert "17,179" in head(out), out["answer"]
+    finally:
+        next(gen, None)

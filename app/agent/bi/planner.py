@@ -10,20 +10,22 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from app.agent.bi.catalog import load_views, rank_tables, tables_in_scope, vector_cache
+from app.agent.bi.catalog import Candidate, load_views, rank_tables, tables_in_scope, vector_cache
 from app.agent.bi.instructions import read
 from app.agent.bi.applicability import plan_unreported
 from app.agent.bi.metric_program import MetricProgram, plan_judgement, plan_metric
 from app.agent.bi import fiscal
 from app.agent.bi.choice import choice_items, plan_choice
 from app.agent.bi.metric_series import plan_series, series_kind
-from app.agent.bi.metrics import judgement_for, metric_for
+from app.agent.bi.metrics import STATEMENTS, judgement_for, metric_for
 from app.agent.vocabulary import asks_yes_no
 from app.agent.company_scope import CompanyScope, company_scope, without_companies
 from app.agent.bi.periods import PERIOD_COLUMN_NAMES, Period, column_period, periods_in  # noqa: F401 (re-exported)
 from app.agent.bi.program import Program
+from app.agent.bi.ground import TOTAL_WORDS
 from app.agent.bi.question import ParsedQuestion, entity_text, parse_question
 from app.agent.bi.table_program import build_program
+from app.agent.text import content_words
 
 CONFIDENT = 0.55  # below: hand over to RAG
 STATEMENT_BOOST = 0.1  # row matches in a table of the statement the question names as its source
@@ -178,6 +180,8 @@ def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, enco
     the statement the question names as its source ("primarily in the balance sheet") first."""
     cands = rank_tables(views, entity_text(pq.phrase) or pq.phrase, vcache, top=8 if statements else 6,
                         statements=statements)
+    cands += _primary_statements(views, cands)
+    asked = content_words(pq.phrase)
     best: Optional[Program] = None
     tried = []
     for cand in cands:
@@ -190,14 +194,37 @@ def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, enco
             prog.confidence += 0.05
         tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}{'' if prog.grounded else ' ?'}")
         prog.from_statement = bool(statements) and getattr(cand.view.info, "statement", "") in statements
+        prog.of_whole = _of_the_whole(prog, asked)
         if best is None or _rank(prog) > _rank(best):
             best = prog
     return best, tried
 
 
 def _rank(prog: Program) -> tuple:
-    """Confident first, then from the statement the question names as its source, rows named whole ("Revenue"
-    over "Deferred revenue" for "revenue", even where the whole name's table leaves a doubt), grounded,
-    confidence."""
+    """Confident first, then from the statement the question names as its source, then what the question asks
+    the whole of (``_of_the_whole``), rows named whole ("Revenue" over "Deferred revenue" for "revenue", even
+    where the whole name's table leaves a doubt), grounded, confidence."""
     ok = prog.confidence >= CONFIDENT
-    return ok, ok and getattr(prog, "from_statement", False), ok and prog.whole, prog.grounded, prog.confidence
+    return (ok, ok and getattr(prog, "from_statement", False), ok and getattr(prog, "of_whole", False),
+            ok and prog.whole, prog.grounded, prog.confidence)
+
+
+def _primary_statements(views, cands: list) -> list:
+    """The primary statements (income, balance sheet, cash flow: tagged at ingest) of the filings the catalogue's
+    tables come from, beside them: a company's line item is printed there whole, while a segment's table that
+    prints the same label ("NORTH AMERICA": "TOTAL REVENUES") may rank higher in the catalogue."""
+    docs = {c.view.info.doc_id for c in cands}
+    seen = {id(c.view) for c in cands}
+    return [Candidate(v, 0.0) for v in views if v.info.doc_id in docs and id(v) not in seen
+            and getattr(v.info, "statement", "") in STATEMENTS]
+
+
+def _of_the_whole(prog: Program, asked: set[str]) -> bool:
+    """The program reads what the question asks of the company as a whole: its rows, named whole, from a primary
+    statement; or the question names what the program's table is about beyond its rows ("North America" of a
+    segment's table): a part asked for. A segment's "Total revenues" for "What was the total revenue?" is neither,
+    and yields to the income statement's "Revenues"."""
+    if getattr(prog.view.info, "statement", "") in STATEMENTS:
+        return prog.whole
+    rows = set().union(*(content_words(o.row.label) for o in prog.operands))
+    return bool((content_words(prog.view.info.title or "") - rows - TOTAL_WORDS) & asked)
