@@ -205,8 +205,7 @@ def _rank(prog: Program) -> tuple:
     the whole of (``_of_the_whole``), rows named whole ("Revenue" over "Deferred revenue" for "revenue", even
     where the whole name's table leaves a doubt), grounded, confidence."""
     ok = prog.confidence >= CONFIDENT
-    return (ok, ok and getattr(prog, "from_statement", False), ok and getattr(prog, "of_whole", False),
-            ok and prog.whole, prog.grounded, prog.confidence)
+    return ok, ok and prog.from_statement, ok and prog.of_whole, ok and prog.whole, prog.grounded, prog.confidence
 
 
 def _primary_statements(views, cands: list) -> list:

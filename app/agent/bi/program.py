@@ -38,6 +38,8 @@ class Program:
     cover: float = 1.0  # share of the question's item words the rows, columns and title used explain
     whole: bool = False  # every row used is named whole by the question ("Revenue", not "Deferred revenue")
     ranked_by: str = ""  # max / min over a printed change column: "change" or "pct_change" (what it ranks by)
+    from_statement: bool = False  # its table is of the statement the question names as its source (the planner)
+    of_whole: bool = False  # it reads what is asked of the whole, or the part the question names (the planner)
 
     @property
     def computes(self) -> str:
