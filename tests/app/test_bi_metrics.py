@@ -487,3 +487,30 @@ def test_a_companys_total_is_read_from_its_statement_not_a_segments_total(tmp_pa
         assert "17,179" in head(out), out["answer"]
     finally:
         next(gen, None)
+
+
+WAREHOUSE = """<html><body><h1>Bulkmart annual report fiscal 2021</h1>
+<p>Consolidated statements of income (in millions)</p>
+<table>
+<tr><th></th><th>Fiscal 2021</th><th>Fiscal 2020</th></tr>
+<tr><td>REVENUE</td><td></td><td></td></tr>
+<tr><td>Net sales</td><td>192,052</td><td>163,220</td></tr>
+<tr><td>Membership fees</td><td>3,877</td><td>3,541</td></tr>
+<tr><td>Total revenue</td><td>195,929</td><td>166,761</td></tr>
+<tr><td>OPERATING EXPENSES</td><td></td><td></td></tr>
+<tr><td>Merchandise costs</td><td>170,684</td><td>144,939</td></tr>
+</table></body></html>"""
+
+
+def test_a_row_the_question_names_outranks_its_synonym_under_a_section_of_that_name(tmp_path_factory):
+    """"Net sales" is revenue by the synonyms and sits under "REVENUE": the section word is the one the synonym
+    already answered, so it does not lift the row over "Total revenue", which the question names."""
+    gen = bi_env(tmp_path_factory, "bi-warehouse", "BULKMART_2021_10K.html", WAREHOUSE, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-warehouse", "What was Bulkmart's total revenue in fiscal 2021?")
+        assert "195,929" in head(out), out["answer"]
+        out = ask_bi(env, "bi-warehouse", "What were Bulkmart's net sales in fiscal 2021?")
+        assert "192,052" in head(out), out["answer"]
+    finally:
+        next(gen, None)

@@ -123,8 +123,9 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         if whole_at:
             lex += 0.1
         sw = content_words(row.section) - lw
-        if sw and matched:  # the section tells apart rows of the same name
-            lex += 0.25 * len(sw & plain) / len(sw)
+        if sw and matched:  # the section tells apart rows of the same name; a word the row's own name answers
+            # through a synonym names the row, not its section ("revenue": "Net sales" under "REVENUE")
+            lex += 0.25 * len(sw & plain - expanded_words(label)) / len(sw)
         named = lex  # how well the question names the row, before the preference between total and item rows
         if re.search(r"\btotal\b", row.label, re.I) and matched:  # "total" is not needed to name it, but
             # a question that says it prefers the total row (unless "total" asks for a sum), else the item
