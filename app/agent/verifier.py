@@ -35,7 +35,8 @@ notice period) whose span does not speak of it, a BI program that does not compu
 change in the average" answered by an average), a date another sentence of the contract contradicts when the
 question speaks of how the contract states it ("become effective": ``clauses.restated``), a clause span that
 says the question's words only where it refers back to them ("the license granted under this Agreement will be
-exclusive": ``clauses.references``). A BI program's ``cov``
+exclusive": ``clauses.references``), a passage quoted whole that is a table's cells (``table_cells``: a table
+is read by the BI route, row by column; a span read off its cells, such as the years of its header, may answer). A BI program's ``cov``
 is the share of the question's item words its rows, columns and title explain (``bi.grounding``). The weights
 and thresholds are calibrated on the dev sets per kind of candidate (``app/evaluation/calibrate.py`` writes
 ``app/data/verifier.json``) for supported precision >= 0.9; a kind the dev sets have not measured is never
@@ -152,6 +153,14 @@ def span_of(candidate: dict) -> str:
     return " ".join(c.get("quote") or "" for c in candidate.get("citations") or []).strip()
 
 
+def table_cells(span: str) -> bool:
+    """Ingest writes a table's rows as tab-separated lines (``ingest.parsers.rows_as_text``): a span mostly made
+    of such lines is a table's cells, which states no answer; a table is read by the BI route, row by column."""
+    lines = [line for line in span.splitlines() if line.strip()]
+    cells = sum(len(line) for line in lines if line.count("\t") >= 2)
+    return cells > 0.5 * sum(len(line) for line in lines)
+
+
 QUOTED = re.compile(r"\u201c[^\u201d]*\u201d|\"[^\"]*\"", re.S)
 
 
@@ -239,6 +248,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     missing = [m for m in missing if not NAME_OK.match(m)]
     if not ok and missing and candidate.get("route") != "bi":
         gates.append(f"not in the cited text: {', '.join(missing[:4])}")
+    if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and table_cells(span):
+        gates.append("the cited text is a table's cells, not a sentence that states the answer")
     if frame is not None and frame.doc_ids is not None:
         outside = [c for c in candidate.get("citations") or [] if c.get("doc_id") not in frame.doc_ids]
         if outside:

@@ -386,3 +386,26 @@ def test_margin_is_how_far_the_cited_passage_stands_above_the_others():
     assert verdict.features["margin"] == 0.75
     _best, verdict, _ranked = judge(QuestionFrame(q, q, "clause", ask="text"), [top])
     assert verdict.features["margin"] == 0.0
+
+
+def test_a_span_of_table_cells_is_never_a_supported_passage():
+    """Ingest writes a table's rows as tab-separated lines; a passage quoting them states no answer (the BI route
+    reads a table, row by column). On TAT-QA-dev questions 601-1668 such passages were supported 8 times, all
+    wrong. A sentence beside a table is not cells, and a span read off them may still answer."""
+    from types import SimpleNamespace
+
+    from app.agent.verifier import features, table_cells
+    from ingest.parsers import rows_as_text
+
+    cells = rows_as_text([["", "2019", "2018"], ["High", "$91.30", "$87.84"], ["Low", "$70.10", "$68.95"]])
+    assert table_cells(cells) and table_cells(f"16 Weeks Ended\n{cells}")
+    sentence = "The amount of deposits held as collateral at 31 December 2019 is £3.5 million (2018: £3.5 million)."
+    assert not table_cells(sentence) and not table_cells(f"{sentence}\nHigh\t$91.30")
+    frame = SimpleNamespace(query="What was the high price in 2019?", doc_ids=None, ask="amount")
+    _, gates = features(frame, {**cand(cells), "source": "passage"}, 0.6, 0.6)
+    assert any("table's cells" in g for g in gates), gates
+    _, gates = features(frame, {**cand(sentence), "source": "passage"}, 0.6, 0.6)
+    assert not any("table's cells" in g for g in gates), gates
+    # a span read off the cells ("2019 and 2018", the years of its header) is not the passage quoted whole
+    _, gates = features(frame, {**cand(cells), "source": "text", "answer": "2019 and 2018"}, 0.6, 0.6)
+    assert not any("table's cells" in g for g in gates), gates
