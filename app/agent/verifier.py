@@ -260,7 +260,9 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
     if asked == "date" and slot == "duration":
         asked = slot  # "when does it expire?" of a term: "continues for three (3) years" says when
-    if asked and span and candidate.get("route") == "rag" and not stated(asked, span):
+    defining = frame is not None and slot not in (None, "", "clause") and defines(frame.query, span)
+    if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining:
+        # (the contract's own definition of the term asked answers it: an Effective Date defined by an event)
         gates.append(f"no {asked} stated, and the question asks for one")
     if candidate.get("route") == "bi" and frame is not None:
         unmet = operation_unmet(frame.query, candidate.get("op") or "")
@@ -280,7 +282,7 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     x["fit"], x["rest"] = _rest(frame, kind, f"{sections} {span}")
     x["phrase"] = phrase_run(frame.query, f"{sections}. {span}") if frame is not None else 0.0
     x["heading"] = _heading(frame, sections)
-    x["defines"] = 1.0 if frame is not None and slot not in (None, "", "clause") and defines(frame.query, span) else 0.0
+    x["defines"] = 1.0 if defining else 0.0
     if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
         gates.append("the question asks more than its clause kind, and the cited text does not say it")
     if candidate.get("contradicted"):  # another sentence of the contract states the value asked otherwise
