@@ -36,9 +36,9 @@ change in the average" answered by an average), a date another sentence of the c
 question speaks of how the contract states it ("become effective": ``clauses.restated``), a clause span that
 says the question's words only where it refers back to them ("the license granted under this Agreement will be
 exclusive": ``clauses.references``), a passage quoted whole that is a table's cells (``table_cells``: a table
-is read by the BI route, row by column; a span read off its cells, such as the years of its header, may answer). A BI program's ``cov``
-is the share of the question's item words its rows, columns and title explain (``bi.grounding``). The weights
-and thresholds are calibrated on the dev sets per kind of candidate (``app/evaluation/calibrate.py`` writes
+is read by the BI route, row by column; a span read off its cells, such as the years of its header, may answer).
+A BI program's ``cov`` is the share of the question's item words its rows, columns and title explain
+(``bi.grounding``). The weights and thresholds are calibrated on the dev sets per kind of candidate (``app/evaluation/calibrate.py`` writes
 ``app/data/verifier.json``) for supported precision >= 0.9; a kind the dev sets have not measured is never
 supported.
 """
