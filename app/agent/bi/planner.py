@@ -190,10 +190,10 @@ def _best_program(views, pq: ParsedQuestion, statements: list[str], vcache, enco
         if prog is None:
             continue
         prog.confidence += 0.1 * cand.score
-        if statements and getattr(cand.view.info, "statement", "") in statements:
+        if named:
             prog.confidence += 0.05
         tried.append(f"{cand.view.info.sql_name}: {prog.op} {prog.confidence:.2f}{'' if prog.grounded else ' ?'}")
-        prog.from_statement = bool(statements) and getattr(cand.view.info, "statement", "") in statements
+        prog.from_statement = named
         prog.of_whole = _of_the_whole(prog, asked)
         if best is None or _rank(prog) > _rank(best):
             best = prog
@@ -214,8 +214,11 @@ def _primary_statements(views, cands: list) -> list:
     prints the same label ("NORTH AMERICA": "TOTAL REVENUES") may rank higher in the catalogue."""
     docs = {c.view.info.doc_id for c in cands}
     seen = {id(c.view) for c in cands}
-    return [Candidate(v, 0.0) for v in views if v.info.doc_id in docs and id(v) not in seen
-            and getattr(v.info, "statement", "") in STATEMENTS]
+    return [Candidate(v, 0.0) for v in views if v.info.doc_id in docs and id(v) not in seen and _primary(v)]
+
+
+def _primary(view) -> bool:
+    return getattr(view.info, "statement", "") in STATEMENTS
 
 
 def _of_the_whole(prog: Program, asked: set[str]) -> bool:
@@ -223,7 +226,7 @@ def _of_the_whole(prog: Program, asked: set[str]) -> bool:
     statement; or the question names what the program's table is about beyond its rows ("North America" of a
     segment's table): a part asked for. A segment's "Total revenues" for "What was the total revenue?" is neither,
     and yields to the income statement's "Revenues"."""
-    if getattr(prog.view.info, "statement", "") in STATEMENTS:
+    if _primary(prog.view):
         return prog.whole
     rows = set().union(*(content_words(o.row.label) for o in prog.operands))
     return bool((content_words(prog.view.info.title or "") - rows - TOTAL_WORDS) & asked)
