@@ -38,9 +38,9 @@ says the question's words only where it refers back to them ("the license grante
 exclusive": ``clauses.references``), a passage quoted whole that is a table's cells (``table_cells``: a table
 is read by the BI route, row by column; a span read off its cells, such as the years of its header, may answer).
 A BI program's ``cov`` is the share of the question's item words its rows, columns and title explain
-(``bi.grounding``). The weights and thresholds are calibrated on the dev sets per kind of candidate (``app/evaluation/calibrate.py`` writes
-``app/data/verifier.json``) for supported precision >= 0.9; a kind the dev sets have not measured is never
-supported.
+(``bi.grounding``). The weights and thresholds are calibrated on the dev sets per kind of candidate
+(``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision >= 0.9; a kind the
+dev sets have not measured is never supported.
 """
 from __future__ import annotations
 
