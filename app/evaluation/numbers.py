@@ -16,7 +16,9 @@ NUMBER = re.compile(
     r"(?P<neg>\(\s*|(?<![\w)\d])[-\u2212])?[$\u20ac\u00a3]?\s*(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\)?"
     r"\s*(?P<pct>%|percent\b|per cent\b)?\s*(?P<scale>thousands?\b|millions?\b|billions?\b|trillion\b|bn\b|mn\b|mm\b|k\b|m\b|b\b)?",
     re.IGNORECASE)
-IN_SCALE = re.compile(r"\bin (thousands|millions|billions)\b", re.IGNORECASE)
+# "in millions" anywhere, or an answer's unit "(USD thousands)": the scale of the text's bare numbers
+IN_SCALE = re.compile(r"\bin (thousands|millions|billions)\b|\((?:[A-Z]{3} )?(thousands|millions|billions)\)",
+                      re.IGNORECASE)
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Number:
 def parse_numbers(text: str) -> list[Number]:
     text = text or ""
     default = IN_SCALE.search(text)
-    default_scale = SCALES[default.group(1).lower()] if default else None
+    default_scale = SCALES[(default.group(1) or default.group(2)).lower()] if default else None
     out = []
     for m in NUMBER.finditer(text):
         raw = m.group("num").replace(",", "")

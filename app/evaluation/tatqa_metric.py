@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Optional
 
-from app.evaluation.numbers import Number, answer_number, close, numeric_match, parse_number, parse_numbers
+from app.evaluation.numbers import (Number, answer_number, close, is_year, numeric_match, parse_number,
+                                   parse_numbers)
 from app.evaluation.text import phrase_in, tokens
 
 SCALE_VALUE = {"": 1.0, "thousand": 1e3, "million": 1e6, "billion": 1e9, "percent": 1.0}
@@ -40,6 +42,38 @@ def gold_number(answer, scale: str):
         return None
     s = (scale or "").lower()
     return Number(n.value, SCALE_VALUE.get(s, 1.0), n.percent or s == "percent", s not in ("", "percent"), text)
+
+
+SCALED_SPAN = re.compile(r"\s*[$\u20ac\u00a3]?\s*(?P<num>[\d,]*\.?\d+)\s*(?P<scale>thousand|million|billion)\s*",
+                         re.IGNORECASE)
+
+
+def scaled_gold(answer) -> Optional[tuple[float, float, float]]:
+    """A gold span that is one amount written with a scale word ("$9.6 million", "£41.5 million") as (its
+    magnitude, half a unit of its last digit, its scale): it is stated to that precision, so 9,577,144 and
+    "16,901 (USD thousands)" are the "$9.6 million" and "$16.9 million" a report's text rounds them to."""
+    if isinstance(answer, list):
+        if len(answer) != 1:
+            return None
+        answer = answer[0]
+    m = SCALED_SPAN.fullmatch(str(answer))
+    if not m:
+        return None
+    raw = m.group("num").replace(",", "")
+    decimals = len(raw.split(".")[1]) if "." in raw else 0
+    scale = SCALE_VALUE[m.group("scale").lower()]
+    return float(raw) * scale, 0.5 * 10 ** -decimals * scale, scale
+
+
+def _scaled_match(prediction: str, gold: tuple[float, float, float]) -> bool:
+    """The amount the prediction states, at its stated scale (a bare one also at the gold's), rounds to the
+    gold; magnitudes, as a numeric span is compared ("decreased $9.9 million" is the change -9,861 thousands)."""
+    value, half, scale = gold
+    pred = answer_number(prediction, Number(value, 1.0, False, False, ""))
+    if pred is None:
+        return False
+    cands = [pred.scaled] + ([pred.value * scale] if not pred.stated_scale else [])
+    return any(abs(abs(c) - value) <= half * (1 + 1e-9) for c in cands)
 
 
 NUMERIC_SPAN = re.compile(r"[\s$(\-\u2212]*[\d,]*\.?\d+\s*\)?\s*%?")
@@ -69,7 +103,8 @@ def _extra_figures(prediction: str, golds: list[str], question: str) -> bool:
     if not all(NUMERIC_SPAN.fullmatch(g.strip()) for g in golds):
         return False
     known = {round(abs(n.value), 2) for t in (*golds, question) for n in parse_numbers(t)}
-    return any(round(abs(p.value), 2) not in known for p in parse_numbers(prediction))
+    years = any(is_year(n) for g in golds for n in parse_numbers(g))  # else a year is a period's label, no figure
+    return any(round(abs(p.value), 2) not in known and (years or not is_year(p)) for p in parse_numbers(prediction))
 
 
 def span_scores(prediction: str, golds: list[str], question: str = "") -> tuple[float, float]:
@@ -110,6 +145,9 @@ def tatqa_scores(prediction: str, answer, scale: str, tol: float = 0.01, questio
             return {"em": 0.0, "f1": 0.0, "em_tol": 0.0}
         exact = numeric_match(pred, gold, tol=0.0) or _rounded_equal(pred, gold)
         return {"em": float(exact), "f1": float(exact), "em_tol": float(exact or numeric_match(pred, gold, tol))}
+    scaled = scaled_gold(answer)
+    if scaled is not None and _scaled_match(prediction, scaled):
+        return {"em": 1.0, "f1": 1.0, "em_tol": 1.0}
     golds = answer if isinstance(answer, list) else [str(answer)]
     em, f1 = span_scores(prediction, [str(g) for g in golds], question)
     return {"em": em, "f1": f1, "em_tol": em}

@@ -52,6 +52,24 @@ def test_tatqa_span_length_counts_what_the_answer_adds_to_the_question():
     extra = "Work-in-process: 2018 2,929, 2019 2,370; Total: 2018 3,836, 2019 3,260."
     assert tatqa_scores(extra, ["2,929", "2,370"], "", question=q)["em"] == 0
     assert tatqa_scores("Work-in-process: 2018 2,929, 2019 2,370.", ["2,929", "2,370"], "", question=q)["em"] == 1
+    # the years of a range asked are the figures' labels, not figures of their own
+    q = "What is the net income for fiscal years 2019 to 2017 respectively?"
+    listed = "Net income: 2019 53,294, 2018 61,431, 2017 279,745 (USD)."
+    assert tatqa_scores(listed, ["$53,294", "$61,431", "$279,745"], "", question=q)["em"] == 1
+
+
+def test_an_amount_the_gold_states_with_a_scale_word_is_read_at_its_precision():
+    """A gold span such as "$9.6 million" is a report's text rounding a figure: the exact figure is that amount
+    (as a number, magnitude), an answer's unit "(USD thousands)" its scale; another figure or scale is not."""
+    assert tatqa_scores("Change of SG&A, 2018 to 2019: 24,371,349 − 14,794,205 = 9,577,144 (USD).",
+                        ["$9.6 million"], "")["em"] == 1
+    assert tatqa_scores("Interest income: 30,182 − 13,281 = 16,901 (USD thousands).", ["$16.9 million"], "")["em"] == 1
+    assert tatqa_scores("Net revenues: 2,280 − 1,664 = 616 (USD millions).", ["$616 million"], "")["em"] == 1
+    assert tatqa_scores("Net deferred tax liability, 2019: -2,780 (USD millions).", ["$2.8 billion"], "")["em"] == 1
+    assert tatqa_scores("Financing activities, 2018: 1,779 (USD).", ["$1.8 million"], "")["em"] == 0  # not thousands
+    assert tatqa_scores("Federal income tax, 2019: 14,694 (USD thousands).", ["$36.5 million"], "")["em"] == 0
+    assert tatqa_scores("9,677,144", ["$9.6 million"], "")["em"] == 0  # rounds to 9.7
+    assert parse_number("14,694 (USD thousands)").scaled == 14_694e3
 
 
 def test_overlap_is_robust_to_layout_but_not_to_topic():
