@@ -269,3 +269,32 @@ def test_a_cell_with_no_figure_a_segment_s_table_and_prose_above_a_table_are_dou
     prog = NS(operands=[NS(row=NS(text="% of revenues"), col=NS(title="2019"))])
     assert "invent" not in _explained(NS(info=NS(title="TOTAL SELLING EXPENSE", section=prose)), prog)
     assert "invent" in _explained(NS(info=NS(title="TOTAL SELLING EXPENSE", section="Inventory turnover")), prog)
+
+
+DISCONTINUED = """<html><body><h1>Helix Health annual report 2018</h1>
+<p>Discontinued operations (in thousands)</p>
+<table>
+<tr><th></th><th>2018</th><th>2017</th></tr>
+<tr><td>Revenue:</td><td></td><td></td></tr>
+<tr><td>Software delivery, support and maintenance</td><td>9,441</td><td>10,949</td></tr>
+<tr><td>Client services</td><td>404</td><td>1,044</td></tr>
+<tr><td>Total revenue</td><td>9,845</td><td>11,993</td></tr>
+<tr><td>Cost of revenue:</td><td></td><td></td></tr>
+<tr><td>Software delivery, support and maintenance</td><td>2,322</td><td>2,918</td></tr>
+<tr><td>Client services</td><td>830</td><td>261</td></tr>
+<tr><td>Total cost of revenue</td><td>3,152</td><td>3,179</td></tr>
+</table></body></html>"""
+
+
+def test_the_section_named_by_more_of_the_questions_words_is_the_rows_section(tmp_path_factory):
+    """"Client services" stands under "Revenue" and under "Cost of revenue": "cost of revenue of client services"
+    names the second by two words, where the first shares only "revenue"."""
+    gen = bi_env(tmp_path_factory, "bi-sections", "HELIX_2018_10K.html", DISCONTINUED, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-sections", "What is the change in Cost of revenue of Client services from 2017 to 2018?")
+        assert "830 − 261 = 569" in out["answer"], out["answer"]
+        out = ask_bi(env, "bi-sections", "What was the revenue of Client services in 2018?")
+        assert "404" in out["answer"].split("\n")[0], out["answer"]
+    finally:
+        next(gen, None)

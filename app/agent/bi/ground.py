@@ -125,7 +125,8 @@ def match_rows(view: TableView, pq: ParsedQuestion, encode: Optional[Callable] =
         sw = content_words(row.section) - lw
         if sw and matched:  # the section tells apart rows of the same name; a word the row's own name answers
             # through a synonym names the row, not its section ("revenue": "Net sales" under "REVENUE")
-            lex += 0.25 * len(sw & plain - expanded_words(label)) / len(sw)
+            named_sw = len(sw & plain - expanded_words(label))  # a section named by more words wins a tie: "cost
+            lex += 0.25 * named_sw / len(sw) + 0.02 * named_sw  # of revenue" asked, "Cost of revenue" over "Revenue"
         named = lex  # how well the question names the row, before the preference between total and item rows
         if re.search(r"\btotal\b", row.label, re.I) and matched:  # "total" is not needed to name it, but
             # a question that says it prefers the total row (unless "total" asks for a sum), else the item
