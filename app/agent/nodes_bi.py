@@ -181,7 +181,7 @@ def make_bi_node(deps: AgentDeps):
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,
                 "chart": chart_spec(prog, columns, rows, table.title),
                 "citations": table_citation(deps.kb, state["tenant"], table, needles), "supported": prog.grounded,
-                "op": prog.computes, "cover": prog.cover}
+                "op": prog.computes, "op_label": prog.op_label, "cover": prog.cover}
 
     def bi(state: AgentState, config=None) -> dict:
         try:

@@ -26,7 +26,7 @@ def why_not(verdict) -> str:
     return f"the verifier's confidence {verdict.score:.2f} is under its threshold {verdict.threshold:.2f}"
 
 
-EXTRAS = ("sql", "columns", "rows", "chart", "op", "cover")
+EXTRAS = ("sql", "columns", "rows", "chart", "op", "op_label", "cover")
 
 
 def as_candidate(out: dict, route: str, source: str, rank: int = 0, **more) -> dict:

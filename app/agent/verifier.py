@@ -54,7 +54,7 @@ from typing import Optional
 
 import numpy as np
 
-from app.agent.bi.question import operation_unmet
+from app.agent.bi.question import operation_unmet, operations_unstated
 from app.agent.clause_types import flat
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.references import referred_only
@@ -265,9 +265,14 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
         # (the contract's own definition of the term asked answers it: an Effective Date defined by an event)
         gates.append(f"no {asked} stated, and the question asks for one")
     if candidate.get("route") == "bi" and frame is not None:
-        unmet = operation_unmet(frame.query, candidate.get("op") or "")
+        unmet = operation_unmet(frame.query, candidate.get("op") or "", candidate.get("op_label") or "")
         if unmet:
             gates.append(f"the question asks for {' and '.join(sorted(unmet))}, which the program does not compute")
+    if candidate.get("route") != "bi" and frame is not None and span and kind is None \
+            and frame.ask in ("amount", "percent", "count", "text"):  # a figure computed ("why" names no computation)
+        unstated = operations_unstated(frame.query, f"{sections} {span}")
+        if unstated:
+            gates.append(f"the question asks for {' and '.join(sorted(unstated))}, which the cited text does not state")
     cover = candidate.get("cover")  # a BI program: the share of the item words its rows and columns explain
     x = {"bias": 1.0, "check": 1.0 if candidate.get("check") else 0.0, "sim": sim, "sim_kind": sim_kind,
          "cov": float(cover) if cover is not None else _cov(words, f"{sections} {span}"),

@@ -260,3 +260,16 @@ def test_ranking_items_of_a_kind_the_table_does_not_name_is_in_doubt(env):
     assert ranked.op == "max" and "the table does not say its rows are the segment items the question ranks" in ranked.doubts
     items = build_program(view, parse_question("Which item had the highest amount in 2019?"))
     assert items.op == "max" and not any("does not say its rows" in d for d in items.doubts)
+
+
+def test_a_row_named_whole_keeps_its_operation_word_and_a_range_lists_every_year(env):
+    """"Total operating expenses" is the row's name, not a sum of its years; "2019 to 2017 respectively" lists
+    every year of the range, not its two ends."""
+    out = ask(env, "What were the Total operating expenses in 2019 and 2018?")
+    assert_bi(env, out)
+    assert "200" in out["answer"] and "170" in out["answer"] and "370" not in out["answer"], out["answer"]
+    out = ask(env, "What was the net sales for fiscal years 2019 to 2017 respectively?")
+    assert_bi(env, out)
+    assert all(v in out["answer"] for v in ("1,200", "1,000", "900")), out["answer"]
+    out = ask(env, "What was the change in net sales from 2017 to 2019?")  # a change reads the two ends
+    assert computed(env, out, "difference") == pytest.approx(300.0)

@@ -40,6 +40,7 @@ class Program:
     ranked_by: str = ""  # max / min over a printed change column: "change" or "pct_change" (what it ranks by)
     from_statement: bool = False  # its table is of the statement the question names as its source (the planner)
     of_whole: bool = False  # it reads what is asked of the whole, or the part the question names (the planner)
+    op_label: str = ""  # a row label the question names whole, whose operation word is the row's ("Total ...")
 
     @property
     def computes(self) -> str:

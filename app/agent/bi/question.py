@@ -6,7 +6,7 @@ a difference (new - old) unless a percentage is asked; "percentage change"/"grow
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 from app.agent.bi.count import condition, without_condition
@@ -21,6 +21,8 @@ _SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d
                    r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|"
                    r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|through|to)\s*(?:fy\s*)?((?:19|20)\d\d)\b",
                    re.I)
+# "fiscal years 2019 to 2017": a range (a lookup lists every year in it; "2018 and 2019" names two)
+_RANGE = re.compile(r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b", re.I)
 # "how does the company ...", "what does X mean": asks how or what, which the text answers
 _TEXT_SHAPES = (r"\bhow (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?(?:company|group|"
                 r"management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|\bwhat (?:does|do) "
@@ -95,7 +97,7 @@ class ParsedQuestion:
     breakdown: bool = False
     which: bool = False  # "which year/segment ..." (max/min answer a label)
     phrase: str = ""  # the question without periods and operation words
-    span: bool = False  # "from 2015 to 2019": every period in between (for average / sum)
+    span: bool = False  # "from 2015 to 2019": every period in between (average, sum; a lookup's "2015 to 2019")
     text_intent: bool = False  # asks why / how / what something means, or which years a table covers: text
     reversed_ratio: bool = False  # "what percentage of B is A": the first-named item divides
     extreme_of: str = ""  # "what was the largest liability": the kind of row ranked ("liability"), when no op is
@@ -132,7 +134,7 @@ def parse_question(question: str) -> ParsedQuestion:
         op = "lookup"
     # "Autodesk's goodwill": the possessive names the company (the scope's business), not a line item
     phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", without_condition(q) if counting else q))
-    span = bool(_SPAN.search(q)) and op in ("average", "sum")
+    span = bool(_SPAN.search(q)) and op in ("average", "sum") or bool(_RANGE.search(q)) and op == "lookup"
     extreme = rx.extreme_of.search(body) if op == "lookup" else None
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
                           bool(re.search(r"\btotal\b", q, re.I)), bool(rx.breakdown.search(q)), which, phrase,
@@ -140,6 +142,20 @@ def parse_question(question: str) -> ParsedQuestion:
                                                                    and op not in ("max", "min")),
                           bool(rx.reversed_ratio.search(body)), extreme.group("kind").lower() if extreme else "",
                           ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "")
+
+
+def op_besides(pq: ParsedQuestion, label: str) -> ParsedQuestion:
+    """``pq`` read again without the words of a row label it names verbatim: "What was the Total operating
+    expense in 2019 and 2018?" names the row "Total operating expense", whose "total" asks for no sum, as "Net
+    decrease in cash" asks for no difference. ``pq`` itself where the label is not named whole or its words
+    change nothing."""
+    if pq.op == "lookup" or len(label.split()) < 2:
+        return pq
+    m = re.search(rf"(?<!\w){re.escape(' '.join(label.split()))}(?!\w)", pq.text, re.I)
+    if not m:
+        return pq
+    again = parse_question(f"{pq.text[:m.start()]} {pq.text[m.end():]}")
+    return replace(pq, op=again.op, span=again.span, percent=again.percent) if again.op != pq.op else pq
 
 
 def ranks_periods(question: str) -> bool:
@@ -177,9 +193,23 @@ def operations_asked(question: str) -> set[str]:
     return found
 
 
-def operation_unmet(question: str, op: str) -> set[str]:
+STATED_FAMILIES = ("average", "change", "sum")  # computations a sentence states by name ("increased $1.2 million")
+
+
+def operations_unstated(question: str, text: str) -> set[str]:
+    """The computations ``question`` asks for (an average, a change, a sum) that ``text`` names no word of: a
+    passage quoting the figures without the computation ("$53 million ... and $68 million" for "the average
+    ...") states the operands, not the answer."""
+    asked = operations_asked(question) & set(STATED_FAMILIES)
+    return {f for f in asked if not _RX.asked[f].search(text)}
+
+
+def operation_unmet(question: str, op: str, label: str = "") -> set[str]:
     """The families ``question`` asks for that program operation ``op`` does not compute (empty when it does,
-    or when ``op`` is not a program operation: a metric formula, a model's SQL)."""
+    or when ``op`` is not a program operation: a metric formula, a model's SQL); the words of ``label``, a row
+    the question names whole, ask for nothing ("Net decrease in cash")."""
     if op not in COMPUTES:
         return set()
+    if label:
+        question = re.sub(rf"(?<!\w){re.escape(' '.join(label.split()))}(?!\w)", " ", question, flags=re.I)
     return operations_asked(question) - COMPUTES[op]

@@ -13,7 +13,7 @@ from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_ro
                                  match_cols, match_rows, period_order, word_positions)
 from app.agent.bi.grounding import GENERIC, WHOLE_COLUMNS, grounding_doubts
 from app.agent.bi.program import Operand, Program
-from app.agent.bi.question import ParsedQuestion, entity_text, operations_asked, ranks_periods
+from app.agent.bi.question import ParsedQuestion, entity_text, op_besides, operations_asked, ranks_periods
 from app.agent.bi.table import Col, Row, TableView
 from app.agent.text import content_words
 from app.agent.vocabulary import asked_direction
@@ -29,6 +29,10 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float
         matches = [replace(m, score=m.score + boost) if m.matched else m for m in matches]
     if not matches:
         return None
+    named = [m for m in matches if m.matched and m.whole]
+    label = max(named, key=lambda m: m.score).row.label if named else ""
+    read = op_besides(pq, label) if label else pq  # the op word is the named row's own ("Total operating expense")
+    label, pq = (label, read) if read is not pq else ("", pq)
     cols_named: list[Col] = []
     for p in pq.periods:
         c = col_for_period(view, p, pq)
@@ -48,6 +52,7 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float
     prog = maker(view, pq, matches, cols_named)
     if prog is None or not prog.operands:
         return None
+    prog.op_label = label
     return _finish(view, pq, matches, prog)
 
 
@@ -122,7 +127,8 @@ def _lookup(view, pq, matches, cols_named):
         return None
     if len(top) == 2 and not joined_items(pq.phrase, top[0], top[1]):
         top = top[:1]
-    cols = cols_named or _default_cols(view, pq, None)
+    cols = (_span(view, cols_named, pq) if pq.span and len(cols_named) >= 2 else cols_named) \
+        or _default_cols(view, pq, None)
     return Program("lookup", view, _ops([m.row for m in sorted(top, key=lambda m: m.pos)], cols))
 
 
