@@ -61,6 +61,27 @@ def _short(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[:n].rsplit(" ", 1)[0] + " \u2026"
 
 
+def _flat(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def read_off(best: dict, judged: list[dict]) -> dict | None:
+    """A supported passage and a span the text route read off a sentence of it ("£3.5 million" from "The amount
+    of deposits held as collateral at 31 December 2019 is £3.5 million (2018: £3.5 million)."): the span is what
+    is asked, the passage (verified) its evidence. The span alone is no promise (the calibration never supports
+    a ``rag:text`` candidate by itself), so it answers only beside its verified sentence. None otherwise."""
+    if best.get("route") != "rag" or best.get("source") != "passage":
+        return None
+    quoted = _flat(" ".join(c.get("quote") or "" for c in best.get("citations") or []))
+    for c in judged:
+        v = c.get("verdict") or {}
+        quotes = [_flat(ci.get("quote") or "") for ci in c.get("citations") or []]
+        if (c.get("route") == "rag" and c.get("source") == "text" and c.get("check") and not v.get("gated")
+                and quotes and all(q and q in quoted for q in quotes) and _flat(c.get("answer")) != quoted):
+            return c
+    return None
+
+
 def make_verify_node(deps: AgentDeps):
     def verify(state: AgentState) -> dict:
         frame = QuestionFrame.from_state(state.get("frame"))
@@ -90,6 +111,10 @@ def make_verify_node(deps: AgentDeps):
              "reasons": c["verdict"]["reasons"]}
             for c in judged[:6]]))
         if verdict.supported:
+            span = read_off(best, judged)
+            if span is not None:  # the figure asked, read off the verified sentence: the span answers, the sentence cites
+                out["verdict"]["reasons"] = list(verdict.reasons) + ["the answer is read off the verified sentence"]
+                best = dict(best, answer=span["answer"])
             out.update(answer=best["answer"], citations=best.get("citations") or [], supported=True, related=[])
             return out
         # not supported: what was found is stated as such, its passages related (citations are support only)

@@ -135,3 +135,20 @@ def test_parties_are_named_not_referred_to_by_their_roles():
     assert has_slot("parties", named)
     caps = "AGREEMENT between GOLD RESOURCE CORPORATION and HOCHSCHILD MINING HOLDINGS LIMITED"
     assert has_slot("parties", caps)
+
+
+def test_a_figure_read_off_a_verified_sentence_is_the_answer():
+    """A supported passage and the span the text route read off its sentence: the span answers, the sentence is
+    its citation; a span read off another sentence, or one that failed a gate, does not."""
+    from app.agent.nodes_verify import read_off
+
+    sentence = "The amount of deposits held as collateral at 31 December 2019 is £3.5 million (2018: £3.5 million)."
+    best = {"route": "rag", "source": "passage", "answer": f"report.pdf, page 4: \u201c{sentence}\u201d",
+            "citations": [{"quote": f"Note 27 Deposits\n{sentence}"}]}
+    span = {"route": "rag", "source": "text", "answer": "£3.5 million", "check": True,
+            "citations": [{"quote": sentence}], "verdict": {"gated": False}}
+    assert read_off(best, [best, span]) is span
+    other = dict(span, citations=[{"quote": "Deposits of £2.1 million were released in 2018."}])
+    assert read_off(best, [best, other]) is None
+    assert read_off(best, [best, dict(span, verdict={"gated": True})]) is None
+    assert read_off(dict(best, source="clause"), [best, span]) is None
