@@ -103,7 +103,8 @@ def answer_number(text: str, gold: Optional[Number] = None) -> Optional[Number]:
             return after[0]
     keep_years = gold is not None and is_year(gold)
     if re.search(r":\s*[-−$(]?\d", text):  # "Label (see Note 16), 2018: 64,858": the value follows the colon
-        after = [n for n in parse_numbers(text.rsplit(":", 1)[1]) if keep_years or not is_year(n)]
+        stated = parse_numbers(text.rsplit(":", 1)[1])
+        after = [n for n in stated if keep_years or not is_year(n)] or stated  # "Land, 2019: 1949": an amount
         if after:
             return after[0]
     nums = parse_numbers(text)

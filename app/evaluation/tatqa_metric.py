@@ -44,8 +44,8 @@ def gold_number(answer, scale: str):
     return Number(n.value, SCALE_VALUE.get(s, 1.0), n.percent or s == "percent", s not in ("", "percent"), text)
 
 
-SCALED_SPAN = re.compile(r"\s*[$\u20ac\u00a3]?\s*(?P<num>[\d,]*\.?\d+)\s*(?P<scale>thousand|million|billion)\s*",
-                         re.IGNORECASE)
+SCALED_SPAN = re.compile(r"\s*[$\u20ac\u00a3]?\s*\(?\s*(?P<num>[\d,]*\.?\d+)\s*\)?\s*(?P<scale>thousand|million|billion|m|bn)"
+                         r"\s*\)?\s*", re.IGNORECASE)  # "$9.6 million", "$(9.8) million", "£(8.1m)"
 
 
 def scaled_gold(answer) -> Optional[tuple[float, float, float]]:
@@ -61,7 +61,7 @@ def scaled_gold(answer) -> Optional[tuple[float, float, float]]:
         return None
     raw = m.group("num").replace(",", "")
     decimals = len(raw.split(".")[1]) if "." in raw else 0
-    scale = SCALE_VALUE[m.group("scale").lower()]
+    scale = SCALE_VALUE[{"m": "million", "bn": "billion"}.get(m.group("scale").lower(), m.group("scale").lower())]
     return float(raw) * scale, 0.5 * 10 ** -decimals * scale, scale
 
 

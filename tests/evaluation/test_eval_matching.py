@@ -70,6 +70,9 @@ def test_an_amount_the_gold_states_with_a_scale_word_is_read_at_its_precision():
     assert tatqa_scores("Federal income tax, 2019: 14,694 (USD thousands).", ["$36.5 million"], "")["em"] == 0
     assert tatqa_scores("9,677,144", ["$9.6 million"], "")["em"] == 0  # rounds to 9.7
     assert parse_number("14,694 (USD thousands)").scaled == 14_694e3
+    assert tatqa_scores("Net profit/(loss) after tax, 2019: -9,819 (USD thousands).", ["$(9.8) million"], "")["em"] == 1
+    assert tatqa_scores("Adjustments to prior periods, 2018: -8.1 (GBP).", ["£(8.1m)"], "")["em"] == 1
+    assert tatqa_scores("Land, 2019: 1949 (USD).", ["$1,949"], "")["em"] == 1  # an amount, though year-like
 
 
 def test_overlap_is_robust_to_layout_but_not_to_topic():
