@@ -298,3 +298,38 @@ def test_the_section_named_by_more_of_the_questions_words_is_the_rows_section(tm
         assert "404" in out["answer"].split("\n")[0], out["answer"]
     finally:
         next(gen, None)
+
+
+SEGMENT_SALES = """<html><body><h1>Orchard Foods annual report 2019</h1>
+<p>Net sales by reporting segment (in millions)</p>
+<table>
+<tr><th>Reporting segment</th><th>Fiscal 2019</th><th>Fiscal 2018</th></tr>
+<tr><td>Retail</td><td>2,110.5</td><td>2,002.3</td></tr>
+<tr><td>International</td><td>793.4</td><td>843.5</td></tr>
+<tr><td>Foodservice</td><td>934.2</td><td>1,054.8</td></tr>
+</table>
+<p>Selected results (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Gross profit</td><td>3,861</td><td>3,684</td></tr>
+<tr><td>Gross margin (as percentage of net revenues)</td><td>40.0</td><td>40.0</td></tr>
+</table></body></html>"""
+
+
+def test_a_program_that_leaves_out_a_row_the_question_names_or_divides_a_percentage_is_not_grounded(
+        tmp_path_factory):
+    """"The total net sales of International and Foodservice" read from Foodservice alone leaves out a row the
+    question names whole; a ratio of an amount to a row of percentages means nothing. Both are stated as found,
+    not supported; the row asked alone still is."""
+    gen = bi_env(tmp_path_factory, "bi-unread", "ORCHARD_2019_10K.html", SEGMENT_SALES, 2)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-unread", "What is the percentage change in total net sales of International and "
+                                       "Foodservice from fiscal year 2018 to 2019?")
+        assert out["supported"] is False, out["answer"]
+        out = ask_bi(env, "bi-unread", "What was the net sales of the International segment in fiscal 2019?")
+        assert out["supported"] is True and "793.4" in out["answer"], out["answer"]
+        out = ask_bi(env, "bi-unread", "What was the percentage of gross margin in 2018?")
+        assert out["supported"] is False or "×" not in out["answer"].split("\n")[0], out["answer"]
+    finally:
+        next(gen, None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
-from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, operations_asked
+from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, names_percent, operations_asked
 from app.agent.text import content_words
 from app.agent.vocabulary import phrase_regex, row_kinds, vocabulary, word_lists
 
@@ -89,6 +89,8 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         elif left and (other := _sibling_words(pq, rows, by_row)):
             doubts.append(f"the question says {', '.join(sorted(left))!r} and the row {', '.join(sorted(other))!r}:"
                           " a neighbouring item")
+        if left and (unread := _unread_row(view, want, rows, prog)):
+            doubts.append(f"the question also names the row {unread!r}, which the program does not read")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
     if pq.periods:
         if view.period_cols:
@@ -105,6 +107,9 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         every = prog.op in ALL_PERIOD_OPS or (pq.breakdown and len(used) > 1) or listed >= periods
         if not every:
             doubts.append("the question names no period; the newest column was taken")
+    pct = [names_percent(r.label) for r in rows]
+    if prog.op == "ratio" and len(rows) == 2 and any(pct) and not all(pct):  # 3,861 / 40 "percent of revenues"
+        doubts.append(f"the row {rows[pct.index(True)].label!r} is a percentage, which divides with no amount")
     if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
         doubts.append("a cell is empty")
     doubts += column_doubts(view, pq, prog)
@@ -177,6 +182,22 @@ def _table_words(view, rows: list) -> set[str]:
     """The words by which a table says what its rows are: title, a heading above it, headers, row sections."""
     return expanded_words(" ; ".join([view.info.title or "", _heading(view), *(c.title for c in view.cols),
                                       *(r.section for r in rows)]))
+
+
+def _unread_row(view, want: set[str], rows: list, prog) -> str:
+    """A row of the table the question names whole that the program leaves out, its words explained by none
+    read ("the total net sales of International and Foodservice" read from Foodservice alone; "deferred revenue
+    and accrued warranty over gross deferred tax assets" without the assets): the label, or ""."""
+    explained = _explained(view, prog)
+    used = {id(r) for r in rows}
+    sections = {r.section for r in rows}
+    for r in view.rows:  # a sibling item (a total is what the items add up to, a category the question may name)
+        if id(r) in used or r.is_total or r.section not in sections or TOTAL_WORDS & content_words(r.label):
+            continue
+        words = content_words(FOOTNOTE.sub("", r.label) or r.label) - GENERIC
+        if words and words <= want and not words <= explained:
+            return r.label
+    return ""
 
 
 def _explained(view, prog) -> set[str]:

@@ -181,6 +181,11 @@ COMPUTES = {"lookup": {"list"}, "difference": {"change"}, "pct_change": {"change
             "count": set()}
 
 
+def names_percent(text: str) -> bool:
+    """``text`` (a row label) says its figures are percentages ("Gross margin (as percentage of net revenues)")."""
+    return bool(_RX.percent.search(text))
+
+
 def operations_asked(question: str) -> set[str]:
     """The families of operations ``question`` names; "percent" only beside a change (a percentage looked up
     or divided out needs no operation of its own), "weighted average" names a line item."""
