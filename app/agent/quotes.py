@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from app.agent.clause_types import ClauseType, flat
-from app.agent.text import content_words
+from app.agent.text import content_words, heading_like
 from ingest.sentences import sentence_spans
 
 MIN_SENTENCE = 40  # shorter sentences (headings, "Terms:") are joined to the next one
@@ -34,15 +34,6 @@ def quote_spans(text: str, headings: bool = True) -> list[tuple[int, int]]:
     if carry is not None:
         out.append((carry, spans[-1][1]))
     return out
-
-
-def heading_like(sentence: str) -> bool:
-    """"2.0 GRANT OF LICENSE 2.1 Non-Exclusive License." : short, title-cased, no ordinary lower-case words."""
-    words = re.findall(r"[A-Za-z][A-Za-z'-]*", sentence)
-    if not words or len(words) > 12:
-        return False
-    lower = [w for w in words if w.islower() and w not in ("of", "and", "or", "the", "to", "for", "in", "on", "a")]
-    return not lower
 
 
 def sentence_score(sentence: str, ctype: ClauseType | None, qwords: set[str]) -> float:

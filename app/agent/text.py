@@ -78,3 +78,16 @@ def best_sentence(text: str, words: set[str]) -> tuple[str, int]:
     if b - a < HEADING_CHARS and best + 1 < len(spans):
         b = spans[best + 1][1]
     return text[a:b].strip(), max(best_score, 0)
+
+
+SMALL_WORDS = frozenset(("of", "and", "or", "the", "to", "for", "in", "on", "a", "an"))
+
+
+def heading_like(text: str, max_words: int = 12, closed: bool = True) -> bool:
+    """A heading ("2.0 GRANT OF LICENSE 2.1 Non-Exclusive License.", "Liquidity and Capital Resources"): at most
+    ``max_words`` words, none of them lower-case but the small ones; ``closed=False``: nor ending as a sentence
+    or a clause does (".", ",", ";", ":", ")"), as a line of prose would."""
+    words = re.findall(r"[A-Za-z][A-Za-z'’-]*", text)
+    if not words or len(words) > max_words or (not closed and text.rstrip()[-1:] in ".,;:)"):
+        return False
+    return not any(w.islower() and w not in SMALL_WORDS for w in words)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-from app.agent.text import content_words, stem
+from app.agent.text import content_words, heading_like, stem
 from app.agent.text_answer_table import row_terms, table_years
 from app.agent.text_spans import Ask, _strip, ask_of, extract
 from app.agent.text_terms import key_words
@@ -56,7 +56,7 @@ def _prose_runs(text: str) -> list[tuple[int, int]]:
         a, pos = pos, pos + len(line) + 1
         words = WORD.findall(line)
         if not line.strip() or "\t" in line or (len(words) >= 2 and sum(w.isdigit() for w in words) > 0.6 * len(words)) \
-                or _heading(line):
+                or heading_like(line, 8, closed=False):
             if start is not None:
                 runs.append((start, end))
             start = None
@@ -66,15 +66,6 @@ def _prose_runs(text: str) -> list[tuple[int, int]]:
     if start is not None:
         runs.append((start, end))
     return runs
-
-
-def _heading(line: str) -> bool:
-    """A heading line ("Liquidity and Capital Resources"): short, no closing punctuation, no lower-case words
-    but small ones."""
-    words = re.findall(r"[A-Za-z][A-Za-z'’-]*", line)
-    if not words or len(words) > 8 or line.rstrip()[-1:] in ".,;:)":
-        return False
-    return all(w[0].isupper() or w in ("of", "and", "or", "the", "to", "for", "in", "on", "a", "an") for w in words)
 
 
 def _bullet_items(line: str) -> list[tuple[int, int]]:

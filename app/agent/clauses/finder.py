@@ -42,8 +42,9 @@ from typing import Optional
 from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.taxonomy import ClauseKind, stems
 from app.agent.clauses.units import Unit, document_units
-from app.agent.quotes import heading_like, quote_spans as _spans
+from app.agent.quotes import quote_spans as _spans
 from app.agent.scope import agreements_of
+from app.agent.text import heading_like
 from app.agent.verify import has_slot
 
 SEARCH_K = 30
