@@ -45,3 +45,18 @@ def test_rows_of_a_period_column_meeting_a_condition(env):
     assert "Americas" in out["answer"] and "EMEA" in out["answer"]
     out, n = ask(env, "How many regions in 2017 had net sales below 50,000?")
     assert n == 1 and "APAC" in out["answer"]
+
+
+def test_a_threshold_at_a_scale_the_table_does_not_state_is_a_guess(tmp_path_factory):
+    """"More than 5 million" over a table that states no unit: 4,804 may be thousands or millions, so the count
+    is stated as found, not supported; where the table states its unit the threshold is converted."""
+    bare = REPORT.replace("Net sales by region (in thousands)", "Net sales by region")
+    gen = bi_env(tmp_path_factory, "bi-count-bare", "initrode_2019.html", bare, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-count-bare", "How many years did EMEA net sales exceed $115 million?")
+        assert out["route"] == "bi" and out["supported"] is False, out["answer"]
+        out = ask_bi(env, "bi-count-bare", "How many years did EMEA net sales exceed 115,000?")
+        assert out["supported"] is True, out["answer"]
+    finally:
+        next(gen, None)

@@ -30,11 +30,26 @@ def condition(text: str, table_scale: str = "") -> Optional[tuple[str, float]]:
         n = float(m.group(2).replace(",", ""))
     except ValueError:
         return None
-    asked = SCALE.get((m.group(3) or "").lower().rstrip("s"))
-    table = next((v for k, v in SCALE.items() if len(k) > 2 and k in (table_scale or "").lower()), None)
+    asked, table = _scales(m, table_scale)
     if asked and table:
         n = n * asked / table
     return cmp, n
+
+
+def _scales(m: re.Match, table_scale: str) -> tuple[Optional[float], Optional[float]]:
+    """(the threshold's scale word, the table's unit) as multiples of one; None where not stated."""
+    asked = SCALE.get((m.group(3) or "").lower().rstrip("s"))
+    return asked, next((v for k, v in SCALE.items() if len(k) > 2 and k in (table_scale or "").lower()), None)
+
+
+def scale_unknown(text: str, table_scale: str) -> bool:
+    """The question states its threshold at a scale ("more than 5 million") and the table states no unit to
+    compare it with: 4,804 may be thousands (4.8 million) or millions."""
+    m = COND.search(text)
+    if not m:
+        return False
+    asked, table = _scales(m, table_scale)
+    return bool(asked) and table is None
 
 
 def without_condition(phrase: str) -> str:

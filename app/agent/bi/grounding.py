@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from app.agent.bi.count import scale_unknown
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, names_percent, operations_asked
 from app.agent.text import content_words
@@ -107,6 +108,8 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         every = prog.op in ALL_PERIOD_OPS or (pq.breakdown and len(used) > 1) or listed >= periods
         if not every:
             doubts.append("the question names no period; the newest column was taken")
+    if prog.op == "count" and scale_unknown(pq.text, f"{getattr(view.info, 'scale', '') or ''} {view.unit or ''}"):
+        doubts.append("the question states its threshold at a scale the table does not state")
     pct = [names_percent(r.label) for r in rows]
     if prog.op == "ratio" and len(rows) == 2 and any(pct) and not all(pct):  # 3,861 / 40 "percent of revenues"
         doubts.append(f"the row {rows[pct.index(True)].label!r} is a percentage, which divides with no amount")
