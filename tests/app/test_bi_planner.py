@@ -273,3 +273,37 @@ def test_a_row_named_whole_keeps_its_operation_word_and_a_range_lists_every_year
     assert all(v in out["answer"] for v in ("1,200", "1,000", "900")), out["answer"]
     out = ask(env, "What was the change in net sales from 2017 to 2019?")  # a change reads the two ends
     assert computed(env, out, "difference") == pytest.approx(300.0)
+
+
+OBLIGATIONS = """<html><body><h1>Umbrella Corp annual report 2019</h1>
+<p>Contractual obligations (in thousands)</p>
+<table>
+<tr><th></th><th>Total</th><th>Up to 1 year</th><th>1 to 3 years</th><th>3 to 5 years</th><th>More than 5 years</th></tr>
+<tr><td>Operating lease obligations</td><td>48,410</td><td>16,164</td><td>19,812</td><td>6,551</td><td>5,883</td></tr>
+<tr><td>Purchase obligations</td><td>97,219</td><td>52,300</td><td>20,150</td><td>7,120</td><td>17,649</td></tr>
+</table></body></html>"""
+
+
+def test_a_column_named_by_its_numbers_is_the_one_read(tmp_path_factory):
+    """"Between 1 to 3 years" names the column "1 to 3 years"; "Up to 1 year" shares only "1" and "year"
+    with the question, words the named column has too."""
+    from app_test_helpers import ask_bi, bi_env
+
+    gen = bi_env(tmp_path_factory, "bi-obligations", "UMBRELLA_2019_10K.html", OBLIGATIONS, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-obligations", "What were the operating lease obligations that are between 1 to 3 years?")
+        head = out["answer"].split("\n")[0]
+        assert "19,812" in head and "16,164" not in head, out["answer"]
+        out = ask_bi(env, "bi-obligations", "What were the purchase obligations due in 3 to 5 years?")
+        head = out["answer"].split("\n")[0]
+        assert "7,120" in head and "20,150" not in head, out["answer"]
+    finally:
+        next(gen, None)
+
+
+def test_what_share_of_a_whole_an_item_forms_divides_by_the_whole(env):
+    """"What percentage of B does A form a part of": B, named first, divides (vocabulary.yaml
+    reversed_ratio_verbs)."""
+    out = ask(env, "What percentage of net sales does gross profit form a part of in 2019?")
+    assert computed(env, out, "ratio") == pytest.approx(500 / 1200 * 100, abs=0.01), out["answer"]

@@ -199,12 +199,12 @@ def latest_cols(view: TableView, pq: ParsedQuestion, n: int) -> list[Col]:
 def match_cols(view: TableView, pq: ParsedQuestion) -> list[tuple[float, Col]]:
     """Non-period columns the question names ("Fair value", "Carrying amount", "Americas")."""
     words = expanded_words(pq.phrase)
+    named = [(c, content_words(c.title) & words, content_words(c.title)) for c in view.cols]
     out = []
-    for c in view.cols:
-        tw = content_words(c.title)
-        if tw:
-            cov = len(tw & words) / len(tw)
-            if cov:
-                out.append((cov, c))
+    for c, hit, tw in named:
+        # a column whose named words another column's include is not the one named: "Up to 1 year" beside
+        # "1 to 3 years" for "between 1 to 3 years", "Total" beside "Total fair value"
+        if hit and not any(hit < other for _c, other, _tw in named):
+            out.append((len(hit) / len(tw), c))
     out.sort(key=lambda x: -x[0])
     return out
