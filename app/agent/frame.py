@@ -35,6 +35,7 @@ class QuestionFrame:
     clause_kind: Optional[str] = None  # a taxonomy entry's name (the tenant's playbook included)
     ask: str = "text"  # what the answering span must state: amount|percent|count|date|duration|reason|list|text
     years: list[str] = field(default_factory=list)
+    multi: bool = False  # several values asked one by one ("... respectively", "each of")
     words: list[str] = field(default_factory=list)  # content-word stems of the asking part
     instructions: dict = field(default_factory=dict)  # {"definition", "statements", "fallback"} as read
     doc_ids: Optional[list[str]] = None  # documents in scope (None: every document of the tenant)
@@ -131,7 +132,7 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
     frame = QuestionFrame(
         question=question, query=query,
         answer_kind=_answer_kind(query, asked.kind, kind.name if kind else None, long, comparison),
-        clause_kind=kind.name if kind else None, ask=asked.kind, years=list(asked.years),
+        clause_kind=kind.name if kind else None, ask=asked.kind, years=list(asked.years), multi=asked.multi,
         words=sorted(content_words(query)),
         instructions={"definition": rd.definition, "statements": rd.statements, "fallback": rd.fallback},
         doc_ids=scope.doc_ids if scope.doc_ids is not None else doc_ids,

@@ -8,6 +8,8 @@ question, or there is no candidate at all, the documents do not contain it.
 """
 from __future__ import annotations
 
+import re
+
 from app import prompts
 from app.agent.frame import QuestionFrame
 from app.agent.state import AgentDeps, AgentState
@@ -65,11 +67,12 @@ def _flat(text: str) -> str:
     return " ".join((text or "").split())
 
 
-def read_off(best: dict, judged: list[dict]) -> dict | None:
+def read_off(best: dict, judged: list[dict], multi: bool = False) -> dict | None:
     """A supported passage and a span the text route read off a sentence of it ("£3.5 million" from "The amount
     of deposits held as collateral at 31 December 2019 is £3.5 million (2018: £3.5 million)."): the span is what
     is asked, the passage (verified) its evidence. The span alone is no promise (the calibration never supports
-    a ``rag:text`` candidate by itself), so it answers only beside its verified sentence. None otherwise."""
+    a ``rag:text`` candidate by itself), so it answers only beside its verified sentence; where several values
+    are asked (``multi``: "... respectively") a span of one figure is not all of them. None otherwise."""
     if best.get("route") != "rag" or best.get("source") != "passage":
         return None
     quoted = _flat(" ".join(c.get("quote") or "" for c in best.get("citations") or []))
@@ -77,7 +80,8 @@ def read_off(best: dict, judged: list[dict]) -> dict | None:
         v = c.get("verdict") or {}
         quotes = [_flat(ci.get("quote") or "") for ci in c.get("citations") or []]
         if (c.get("route") == "rag" and c.get("source") == "text" and c.get("check") and not v.get("gated")
-                and quotes and all(q and q in quoted for q in quotes) and _flat(c.get("answer")) != quoted):
+                and quotes and all(q and q in quoted for q in quotes) and _flat(c.get("answer")) != quoted
+                and not (multi and len(re.findall(r"\d[\d,.]*", c.get("answer") or "")) < 2)):
             return c
     return None
 
@@ -111,8 +115,8 @@ def make_verify_node(deps: AgentDeps):
              "reasons": c["verdict"]["reasons"]}
             for c in judged[:6]]))
         if verdict.supported:
-            span = read_off(best, judged)
-            if span is not None:  # the figure asked, read off the verified sentence: the span answers, the sentence cites
+            span = read_off(best, judged, bool(frame and frame.multi))
+            if span is not None:  # the figure asked, read off the verified sentence: the span answers, it cites
                 out["verdict"]["reasons"] = list(verdict.reasons) + ["the answer is read off the verified sentence"]
                 best = dict(best, answer=span["answer"])
             out.update(answer=best["answer"], citations=best.get("citations") or [], supported=True, related=[])

@@ -120,8 +120,8 @@ def ask_of(question: str) -> Ask:
         noun = m.group(1) if m else ""
         kind = "duration" if noun in ("years", "months", "days", "weeks") else "count"
         return Ask(kind, years, key, multi, stem(noun) if noun else "", q)
-    elif re.search(r"\b(?:percentage|percent|proportion|%|rate|margin|ratio|share of)\b", ql) and not re.search(
-            r"\bhow (?:is|was|are|were)\b", ql):
+    elif re.search(r"\b(?:percentage|percent|proportion|%|rate|margin|ratio|share of|portion of)\b", ql) \
+            and not re.search(r"\bhow (?:is|was|are|were)\b", ql):
         kind = "percent"
     elif re.search(r"\b(?:what|which) (?:does|do|did) the (?:following )?table (?:show|represent|present|provide|"
                    r"illustrate|summari[sz]e|contain|display|reflect|set out|disclose)", ql):

@@ -152,3 +152,18 @@ def test_a_figure_read_off_a_verified_sentence_is_the_answer():
     assert read_off(best, [best, other]) is None
     assert read_off(best, [best, dict(span, verdict={"gated": True})]) is None
     assert read_off(dict(best, source="clause"), [best, span]) is None
+
+
+def test_one_figure_read_off_a_sentence_is_not_all_the_values_asked():
+    """"... respectively" asks for several values: a span of one figure read off the verified sentence is not
+    the answer (the sentence is); a "portion of" question asks for a percentage."""
+    from app.agent.nodes_verify import read_off
+
+    sentence = ("We estimate that we will make payments of approximately $14.2 million and $10.8 million over the next "
+                "twelve months to fund our pension and postretirement plans, respectively.")
+    best = {"route": "rag", "source": "passage", "answer": sentence, "citations": [{"quote": sentence}]}
+    one = {"route": "rag", "source": "text", "answer": "$10.8 million", "check": True,
+           "citations": [{"quote": sentence}], "verdict": {"gated": False}}
+    assert read_off(best, [best, one], multi=True) is None
+    assert read_off(best, [best, dict(one, answer="$14.2 million and $10.8 million")], multi=True) is not None
+    assert ask_of("What is the portion of depreciation expense associated with cost of services in 2019?").kind == "percent"

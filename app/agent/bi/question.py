@@ -22,7 +22,8 @@ _SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d
                    r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|through|to)\s*(?:fy\s*)?((?:19|20)\d\d)\b",
                    re.I)
 # "fiscal years 2019 to 2017": a range (a lookup lists every year in it; "2018 and 2019" names two)
-_RANGE = re.compile(r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b", re.I)
+_RANGE = re.compile(r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b",
+                    re.I)
 # "how does the company ...", "what does X mean": asks how or what, which the text answers
 _TEXT_SHAPES = (r"\bhow (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?(?:company|group|"
                 r"management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|\bwhat (?:does|do) "
