@@ -48,3 +48,13 @@ def test_a_row_named_whole_keeps_its_own_operation_word():
     assert operation_unmet(q, "lookup") == {"change"}
     assert operation_unmet(q, "lookup", "Net decrease in cash and cash equivalents") == set()
     assert operation_unmet("What was the decrease in cash in 2019?", "lookup", "Cash") == {"change"}
+
+
+def test_which_years_is_not_answered_by_a_sentence_that_states_none():
+    q = "For which periods is the aggregate impact of net changes in contract estimates presented in the table?"
+    caption = "The aggregate impact of net changes in contract estimates are presented in the table below."
+    _, gates = features(SimpleNamespace(query=q, doc_ids=None, ask="years"), passage(caption), 0.8, 0.8)
+    assert any("which years" in g for g in gates), gates
+    said = "The aggregate impact of net changes in contract estimates was $12 million in 2019 and $9 million in 2018."
+    _, gates = features(SimpleNamespace(query=q, doc_ids=None, ask="years"), passage(said), 0.8, 0.8)
+    assert not any("which years" in g for g in gates), gates
