@@ -264,7 +264,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining:
         # (the contract's own definition of the term asked answers it: an Effective Date defined by an event)
         gates.append(f"no {asked} stated, and the question asks for one")
-    if frame is not None and frame.ask == "years" and span and candidate.get("route") == "rag" and not YEAR.search(span):
+    if frame is not None and frame.ask == "years" and candidate.get("route") == "rag" and span \
+            and not YEAR.search(span):
         gates.append("no year stated, and the question asks which years")  # "presented in the table below"
     if candidate.get("route") == "bi" and frame is not None:
         unmet = operation_unmet(frame.query, candidate.get("op") or "", candidate.get("op_label") or "")

@@ -278,7 +278,8 @@ def test_a_row_named_whole_keeps_its_operation_word_and_a_range_lists_every_year
 OBLIGATIONS = """<html><body><h1>Umbrella Corp annual report 2019</h1>
 <p>Contractual obligations (in thousands)</p>
 <table>
-<tr><th></th><th>Total</th><th>Up to 1 year</th><th>1 to 3 years</th><th>3 to 5 years</th><th>More than 5 years</th></tr>
+<tr><th></th><th>Total</th><th>Up to 1 year</th><th>1 to 3 years</th><th>3 to 5 years</th>
+<th>More than 5 years</th></tr>
 <tr><td>Operating lease obligations</td><td>48,410</td><td>16,164</td><td>19,812</td><td>6,551</td><td>5,883</td></tr>
 <tr><td>Purchase obligations</td><td>97,219</td><td>52,300</td><td>20,150</td><td>7,120</td><td>17,649</td></tr>
 </table></body></html>"""

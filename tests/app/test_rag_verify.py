@@ -166,4 +166,5 @@ def test_one_figure_read_off_a_sentence_is_not_all_the_values_asked():
            "citations": [{"quote": sentence}], "verdict": {"gated": False}}
     assert read_off(best, [best, one], multi=True) is None
     assert read_off(best, [best, dict(one, answer="$14.2 million and $10.8 million")], multi=True) is not None
-    assert ask_of("What is the portion of depreciation expense associated with cost of services in 2019?").kind == "percent"
+    portion = "What is the portion of depreciation expense associated with cost of services in 2019?"
+    assert ask_of(portion).kind == "percent"
