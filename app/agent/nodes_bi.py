@@ -175,7 +175,8 @@ def make_bi_node(deps: AgentDeps):
             prog.doubts.append("the cells read hold no figure")
         table = prog.table
         needles = list(dict.fromkeys(o.row.label for o in prog.operands))
-        text = yes_no(state["question"], prog, value) + answer_text(prog, value, sql, asked_scale(state["question"]))
+        text = yes_no(state["question"], prog, value) + answer_text(prog, value, sql, asked_scale(state["question"]),
+                                                                    state["question"])
         if not prog.grounded:  # stated as found, not supported
             text += "\nNot verified: " + "; ".join(prog.doubts) + "."
         return {"route": "bi", "sql": sql, "columns": columns, "rows": rows, "answer": text,

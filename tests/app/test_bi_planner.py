@@ -158,6 +158,9 @@ def test_max_over_periods_and_lookup_with_synonyms(env):
     capex = ask(env, "What was capital expenditure in 2019?")  # ~ purchases of property, plant and equipment
     assert_bi(env, capex)
     assert capex["rows"] == [["Purchases of property, plant and equipment", -45.5]]
+    assert ": 45.5" in capex["answer"] and "printed as an outflow" in capex["answer"]  # the concept's amount
+    printed = ask(env, "What were the purchases of property, plant and equipment in 2019?")  # the row, as printed
+    assert ": -45.5" in printed["answer"] and "outflow" not in printed["answer"], printed["answer"]
     revenue = ask(env, "What was revenue in 2018?")  # ~ net sales
     assert revenue["rows"] == [["Net sales", 1000.0]]
 

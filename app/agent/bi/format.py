@@ -58,8 +58,10 @@ def source(prog: Program) -> str:
     return f'table "{t.title}" ({t.filename}, page {t.page})'
 
 
-def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional[str] = None) -> str:
-    """``asked``: the scale the question wants ("million"); a value in another scale is restated in it."""
+def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional[str] = None,
+                question: str = "") -> str:
+    """``asked``: the scale the question wants ("million"); a value in another scale is restated in it.
+    ``question``: a row it names as printed ("What was the interest expense in 2018?") is stated as printed."""
     unit = _unit(prog)
     unit_s = f" ({unit})" if unit else ""
     tail = f"\nSource: {source(prog)}.\nSQL: {sql}"
@@ -95,7 +97,8 @@ def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional
     for ops in by_row.values():
         if len(ops) == 1 and len(by_row) == 1:
             cell = ops[0].cell.value
-            item = outflow_item(ops[0].row.label) if isinstance(cell, (int, float)) and cell < 0 else None
+            item = outflow_item(ops[0].row.label) if isinstance(cell, (int, float)) and cell < 0 \
+                and not named_as_printed(question, ops[0].row.label) else None
             value = -cell if item else cell  # capital expenditure printed as an outflow: its amount is the magnitude
             note = f" ({item}, printed as an outflow)" if item else ""
             again = restated(value, unit, asked)
@@ -104,6 +107,14 @@ def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional
         else:
             parts.append(f"{ops[0].row.label}: " + ", ".join(f"{col_name(o)} {fmt(o.cell.value)}" for o in ops))
     return "; ".join(parts) + unit_s + "." + tail
+
+
+def named_as_printed(question: str, label: str) -> bool:
+    """The question names the row by its printed label ("the interest expense"), not by a concept the row is
+    read for ("capital expenditure" for "Purchases of property, plant and equipment")."""
+    words = " ".join(re.findall(r"[a-z0-9]+", label.lower()))
+    asked = " ".join(re.findall(r"[a-z0-9]+", question.lower()))
+    return bool(words) and re.search(rf"\b{words}\b", asked) is not None
 
 
 def lookup_text(columns: list[str], rows: list[list], unit: str) -> str:
