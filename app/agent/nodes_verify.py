@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from app import prompts
+from app.agent.clause_types import flat
 from app.agent.frame import QuestionFrame
 from app.agent.state import AgentDeps, AgentState
 from app.agent.verifier import judge, load_calibration
@@ -63,10 +64,6 @@ def _short(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[:n].rsplit(" ", 1)[0] + " \u2026"
 
 
-def _flat(text: str) -> str:
-    return " ".join((text or "").split())
-
-
 def read_off(best: dict, judged: list[dict], multi: bool = False) -> dict | None:
     """A supported passage and a span the text route read off a sentence of it ("£3.5 million" from "The amount
     of deposits held as collateral at 31 December 2019 is £3.5 million (2018: £3.5 million)."): the span is what
@@ -75,12 +72,12 @@ def read_off(best: dict, judged: list[dict], multi: bool = False) -> dict | None
     are asked (``multi``: "... respectively") a span of one figure is not all of them. None otherwise."""
     if best.get("route") != "rag" or best.get("source") != "passage":
         return None
-    quoted = _flat(" ".join(c.get("quote") or "" for c in best.get("citations") or []))
+    quoted = flat(" ".join(c.get("quote") or "" for c in best.get("citations") or [])).strip()
     for c in judged:
         v = c.get("verdict") or {}
-        quotes = [_flat(ci.get("quote") or "") for ci in c.get("citations") or []]
+        quotes = [flat(ci.get("quote") or "").strip() for ci in c.get("citations") or []]
         if (c.get("route") == "rag" and c.get("source") == "text" and c.get("check") and not v.get("gated")
-                and quotes and all(q and q in quoted for q in quotes) and _flat(c.get("answer")) != quoted
+                and quotes and all(q and q in quoted for q in quotes) and flat(c.get("answer") or "").strip() != quoted
                 and not (multi and len(re.findall(r"\d[\d,.]*", c.get("answer") or "")) < 2)):
             return c
     return None

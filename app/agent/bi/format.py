@@ -8,6 +8,7 @@ from typing import Optional
 from app.agent.bi.metrics import outflow_item
 from app.agent.bi.periods import column_period, strip_periods
 from app.agent.bi.program import Operand, Program, fmt
+from app.agent.bi.question import label_span
 from app.agent.bi.units import restated
 from app.agent.vocabulary import asked_direction, asked_sign, asks_yes_no
 
@@ -98,7 +99,7 @@ def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional
         if len(ops) == 1 and len(by_row) == 1:
             cell = ops[0].cell.value
             item = outflow_item(ops[0].row.label) if isinstance(cell, (int, float)) and cell < 0 \
-                and not named_as_printed(question, ops[0].row.label) else None
+                and label_span(question, ops[0].row.label) is None else None  # a row named as printed: as printed
             value = -cell if item else cell  # capital expenditure printed as an outflow: its amount is the magnitude
             note = f" ({item}, printed as an outflow)" if item else ""
             again = restated(value, unit, asked)
@@ -107,14 +108,6 @@ def answer_text(prog: Program, value: Optional[float], sql: str, asked: Optional
         else:
             parts.append(f"{ops[0].row.label}: " + ", ".join(f"{col_name(o)} {fmt(o.cell.value)}" for o in ops))
     return "; ".join(parts) + unit_s + "." + tail
-
-
-def named_as_printed(question: str, label: str) -> bool:
-    """The question names the row by its printed label ("the interest expense"), not by a concept the row is
-    read for ("capital expenditure" for "Purchases of property, plant and equipment")."""
-    words = " ".join(re.findall(r"[a-z0-9]+", label.lower()))
-    asked = " ".join(re.findall(r"[a-z0-9]+", question.lower()))
-    return bool(words) and re.search(rf"\b{words}\b", asked) is not None
 
 
 def lookup_text(columns: list[str], rows: list[list], unit: str) -> str:

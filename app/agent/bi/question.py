@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
+from typing import Optional
 
 from app.agent.bi.count import condition, without_condition
 from app.agent.bi.periods import Period, periods_in, strip_periods
@@ -145,6 +146,16 @@ def parse_question(question: str) -> ParsedQuestion:
                           ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "")
 
 
+def label_span(text: str, label: str) -> Optional[tuple[int, int]]:
+    """Where ``text`` names a row ``label`` as printed, word for word (case, punctuation and spacing aside):
+    "the interest expense" names "Interest expense"; None where it does not."""
+    words = re.findall(r"[a-z0-9]+", label.lower())
+    if not words:
+        return None
+    m = re.search(r"(?<![a-z0-9])" + r"[^a-z0-9]+".join(map(re.escape, words)) + r"(?![a-z0-9])", text.lower())
+    return m.span() if m else None
+
+
 def op_besides(pq: ParsedQuestion, label: str) -> ParsedQuestion:
     """``pq`` read again without the words of a row label it names verbatim: "What was the Total operating
     expense in 2019 and 2018?" names the row "Total operating expense", whose "total" asks for no sum, as "Net
@@ -152,10 +163,10 @@ def op_besides(pq: ParsedQuestion, label: str) -> ParsedQuestion:
     change nothing."""
     if pq.op == "lookup" or len(label.split()) < 2:
         return pq
-    m = re.search(rf"(?<!\w){re.escape(' '.join(label.split()))}(?!\w)", pq.text, re.I)
-    if not m:
+    at = label_span(pq.text, label)
+    if at is None:
         return pq
-    again = parse_question(f"{pq.text[:m.start()]} {pq.text[m.end():]}")
+    again = parse_question(f"{pq.text[:at[0]]} {pq.text[at[1]:]}")
     return replace(pq, op=again.op, span=again.span, percent=again.percent) if again.op != pq.op else pq
 
 
@@ -216,6 +227,6 @@ def operation_unmet(question: str, op: str, label: str = "") -> set[str]:
     the question names whole, ask for nothing ("Net decrease in cash")."""
     if op not in COMPUTES:
         return set()
-    if label:
-        question = re.sub(rf"(?<!\w){re.escape(' '.join(label.split()))}(?!\w)", " ", question, flags=re.I)
+    if label and (at := label_span(question, label)):
+        question = f"{question[:at[0]]} {question[at[1]:]}"
     return operations_asked(question) - COMPUTES[op]
