@@ -333,3 +333,27 @@ def test_a_program_that_leaves_out_a_row_the_question_names_or_divides_a_percent
         assert out["supported"] is False or "×" not in out["answer"].split("\n")[0], out["answer"]
     finally:
         next(gen, None)
+
+
+STREAMING = """<html><body><h1>Flixco annual report 2017</h1>
+<p>Domestic Streaming Segment (in thousands)</p>
+<table>
+<tr><th></th><th>2017</th><th>2016</th></tr>
+<tr><td>Paid memberships at end of period</td><td>52,810</td><td>47,905</td></tr>
+<tr><td>Revenues</td><td>6,153,025</td><td>5,077,307</td></tr>
+<tr><td>Contribution profit</td><td>2,116,362</td><td>1,474,745</td></tr>
+</table></body></html>"""
+
+
+def test_a_part_named_by_one_of_its_words_is_not_named(tmp_path_factory):
+    """"Total streaming revenues" names the business; the "Domestic Streaming Segment" table holds one part of
+    it: its revenues are stated as found, not supported; "domestic streaming revenues" names the part."""
+    gen = bi_env(tmp_path_factory, "bi-part", "FLIXCO_2017_10K.html", STREAMING, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-part", "What were Flixco's total streaming revenues in 2017?")
+        assert out["supported"] is False, out["answer"]
+        out = ask_bi(env, "bi-part", "What were Flixco's domestic streaming revenues in 2017?")
+        assert out["supported"] is True and "6,153,025" in out["answer"], out["answer"]
+    finally:
+        next(gen, None)

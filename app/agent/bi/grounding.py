@@ -155,22 +155,28 @@ HEADING_CHARS = 80  # a section this short is a heading; a longer one is the pro
 
 # "the Retail/LTC segment", "the Health Care Benefits segment's", not "Reportable segment"
 _PART = re.compile(r"\b[Tt]he\s+((?:[A-Z][\w/&.-]*\s+){1,4})([a-z]+)\b")
+# a title that is a part's name: "Domestic Streaming Segment", "EMEA Region Results"
+_TITLE_PART = re.compile(rf"^\s*((?:[A-Z][\w/&.-]*\s+){{1,4}}?)((?i:{'|'.join(map(re.escape, row_kinds()))}))s?\b")
 
 
 def _named_part(view, pq: ParsedQuestion) -> str:
     """The part of a company a table's title (or the sentence above it) is about, named ("The following table
     summarizes the Retail/LTC segment's performance"; not a kind of part, "Reportable segment and product category
     revenue"), where the question names neither that part nor any part: the table's "Total revenues" are the
-    part's, not the company's. The kinds of part are data (``vocabulary.yaml row_kinds``)."""
+    part's, not the company's; a part is named by all its words. The kinds of part are data (``vocabulary.yaml
+    row_kinds``)."""
     kinds, asked = row_kinds(), set(re.findall(r"[a-z]+", pq.text.lower()))
     if asked & set(kinds):
         return ""
     section = getattr(view.info, "section", "") or ""
     introduced = re.split(r"(?<=[.;])\s+", section.strip())[-1] if section.strip() else ""
-    for m in _PART.finditer(f"{view.info.title or ''} ; {introduced}"):  # the title, the sentence that introduces it
-        name, kind = m.group(1).strip(), m.group(2)
+    titled = [m for m in _TITLE_PART.finditer(view.info.title or "") if m.group(2)[0].isupper()]  # title case
+    found = [*titled, *_PART.finditer(f"{view.info.title or ''} ; {introduced}")]
+    for m in found:  # the title, the sentence that introduces it
+        name, kind = m.group(1).strip(), m.group(2).lower()
         words = content_words(name)  # "Our business": no name
-        if kind in kinds and words and not words & content_words(pq.text) and name.lower() not in kinds:
+        if kind in kinds and words and not words <= content_words(pq.text) and name.lower() not in kinds:
+            # "total streaming revenues" names the business, not its "Domestic Streaming" part
             return f"{name} {kind}"
     return ""
 
