@@ -44,8 +44,9 @@ def gold_number(answer, scale: str):
     return Number(n.value, SCALE_VALUE.get(s, 1.0), n.percent or s == "percent", s not in ("", "percent"), text)
 
 
-SCALED_SPAN = re.compile(r"\s*[$\u20ac\u00a3]?\s*\(?\s*(?P<num>[\d,]*\.?\d+)\s*\)?\s*(?P<scale>thousand|million|billion|m|bn)"
-                         r"\s*\)?\s*", re.IGNORECASE)  # "$9.6 million", "$(9.8) million", "£(8.1m)"
+# "$9.6 million", "$(9.8) million", "£(8.1m)"
+SCALED_SPAN = re.compile(r"\s*[$\u20ac\u00a3]?\s*\(?\s*(?P<num>[\d,]*\.?\d+)\s*\)?\s*"
+                         r"(?P<scale>thousand|million|billion|m|bn)\s*\)?\s*", re.IGNORECASE)
 
 
 def scaled_gold(answer) -> Optional[tuple[float, float, float]]:
