@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Optional
 
-from app.evaluation.numbers import (Number, answer_number, close, is_year, numeric_match, parse_number,
+from app.evaluation.numbers import (SCALES, Number, answer_number, close, is_year, numeric_match, parse_number,
                                    parse_numbers)
 from app.evaluation.text import phrase_in, tokens
 
@@ -25,12 +25,18 @@ SCALE_VALUE = {"": 1.0, "thousand": 1e3, "million": 1e6, "billion": 1e9, "percen
 SPLIT = re.compile(r"\s*(?:;|,(?!\d{3})|\n)\s*|\s+and\s+")
 
 
+def _single(answer):
+    """The one gold answer (a list of one unwrapped); None for several."""
+    if isinstance(answer, list):
+        return answer[0] if len(answer) == 1 else None
+    return answer
+
+
 def gold_number(answer, scale: str):
     """The gold answer as a Number (scale applied) or None when it is not numeric."""
-    if isinstance(answer, list):
-        if len(answer) != 1:
-            return None
-        answer = answer[0]
+    answer = _single(answer)
+    if answer is None:
+        return None
     if isinstance(answer, (int, float)):
         text = str(answer)
     else:
@@ -53,16 +59,15 @@ def scaled_gold(answer) -> Optional[tuple[float, float, float]]:
     """A gold span that is one amount written with a scale word ("$9.6 million", "£41.5 million") as (its
     magnitude, half a unit of its last digit, its scale): it is stated to that precision, so 9,577,144 and
     "16,901 (USD thousands)" are the "$9.6 million" and "$16.9 million" a report's text rounds them to."""
-    if isinstance(answer, list):
-        if len(answer) != 1:
-            return None
-        answer = answer[0]
+    answer = _single(answer)
+    if answer is None:
+        return None
     m = SCALED_SPAN.fullmatch(str(answer))
     if not m:
         return None
     raw = m.group("num").replace(",", "")
     decimals = len(raw.split(".")[1]) if "." in raw else 0
-    scale = SCALE_VALUE[{"m": "million", "bn": "billion"}.get(m.group("scale").lower(), m.group("scale").lower())]
+    scale = SCALES[m.group("scale").lower()]
     return float(raw) * scale, 0.5 * 10 ** -decimals * scale, scale
 
 
