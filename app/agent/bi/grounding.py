@@ -83,14 +83,15 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         doubts.append(f"the table is about the {part}, which the question does not name")
     want = content_words(entity_text(pq.phrase)) - GENERIC
     if want and not over_all_rows:
-        left = want - _explained(view, prog)
+        explained = _explained(view, prog)
+        left = want - explained
         prog.cover = 1.0 - len(left) / len(want)  # the verifier reads it as the answer's coverage
         if prog.cover < COVER:
             doubts.append(f"the question's words {', '.join(sorted(left))!r} are not in the rows used")
         elif left and (other := _sibling_words(pq, rows, by_row)):
             doubts.append(f"the question says {', '.join(sorted(left))!r} and the row {', '.join(sorted(other))!r}:"
                           " a neighbouring item")
-        if left and (unread := _unread_row(view, want, rows, prog)):
+        if left and (unread := _unread_row(view, want, rows, explained)):
             doubts.append(f"the question also names the row {unread!r}, which the program does not read")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
     if pq.periods:
@@ -193,11 +194,11 @@ def _table_words(view, rows: list) -> set[str]:
                                       *(r.section for r in rows)]))
 
 
-def _unread_row(view, want: set[str], rows: list, prog) -> str:
+def _unread_row(view, want: set[str], rows: list, explained: set[str]) -> str:
     """A row of the table the question names whole that the program leaves out, its words explained by none
     read ("the total net sales of International and Foodservice" read from Foodservice alone; "deferred revenue
-    and accrued warranty over gross deferred tax assets" without the assets): the label, or ""."""
-    explained = _explained(view, prog)
+    and accrued warranty over gross deferred tax assets" without the assets): the label, or "". ``explained``:
+    the words of what the program reads (``_explained``)."""
     used = {id(r) for r in rows}
     sections = {r.section for r in rows}
     for r in view.rows:  # a sibling item (a total is what the items add up to, a category the question may name)
