@@ -35,7 +35,7 @@ from app.agent.text import content_words
 from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
 from app.agent.text_terms import key_words
-from app.agent.verifier import can_support
+from app.agent.calibration import can_support
 from app.agent.verify import JURISDICTION, start_date, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3

@@ -44,17 +44,14 @@ dev sets have not measured is never supported.
 """
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from app.agent.bi.question import operation_unmet, operations_unstated
+from app.agent.calibration import Calibrations, candidate_kind, load_calibration
 from app.agent.clause_types import flat
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.references import referred_only
@@ -64,74 +61,9 @@ from app.agent.text_terms import key_words
 from app.agent.verify import DATE, answer_in_span, has_slot
 
 
-CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "verifier.json"
-FEATURES = ("bias", "check", "sim", "sim_kind", "cov", "slot", "rank", "opening", "length", "bi", "long", "model",
-            "fit", "rest", "preamble", "defines", "phrase", "heading", "margin")
-# the prior before calibration: the route's own check leads, similarity and coverage decide among the rest
-PRIOR = {"bias": -3.5, "check": 4.0, "sim": 1.0, "sim_kind": 0.5, "cov": 1.0, "slot": 0.5, "rank": 1.5,
-         "opening": -0.5, "length": -0.3, "bi": 0.0, "long": 0.0, "model": -0.5, "fit": 0.0, "rest": 1.0,
-         "preamble": 0.5, "defines": 0.5, "phrase": 0.0, "heading": 0.0, "margin": 0.0}
-PRIOR_THRESHOLD = 0.5
-PRIOR_FLOOR = 0.2  # below it the best candidate is not worth stating: "the documents do not contain" it
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
 HALF = 0.5  # a question its clause kind explains less than half of: the span must state half of the rest
 NAME_OK = re.compile(r"^(?:Not verified|Governing law|Date|Rows used|Source|SQL)\b")
-
-
-@dataclass(frozen=True)
-class Calibration:
-    weights: dict
-    threshold: float
-    source: str  # "prior" or what the calibration was fitted on
-
-    def score(self, x: dict) -> float:
-        z = sum(self.weights.get(k, 0.0) * float(x.get(k, 0.0)) for k in FEATURES)
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-PRIOR_CALIBRATION = Calibration(dict(PRIOR), PRIOR_THRESHOLD, "prior")
-
-
-NEVER = 1.01  # a threshold no probability reaches
-
-
-@dataclass(frozen=True)
-class Calibrations:
-    """Per kind of candidate (route:source), the fitted weights and threshold. A kind the dev sets have not
-    measured yet (a model-written draft, a long-route summary) is scored by the prior but never supported:
-    `supported` is a promise only where it was measured. With no calibration file at all, the prior decides."""
-    kinds: dict
-    floor: float = PRIOR_FLOOR
-    source: str = "prior"
-
-    def for_kind(self, kind: str) -> Calibration:
-        if kind in self.kinds:
-            return self.kinds[kind]
-        return Calibration(dict(PRIOR), NEVER, "not measured") if self.kinds else PRIOR_CALIBRATION
-
-
-def can_support(kind: str) -> bool:
-    """Whether a candidate of ``kind`` (route:source) can be supported at all: a route need not spend time
-    writing a candidate the verifier will never accept."""
-    return load_calibration().for_kind(kind).threshold <= 1.0
-
-
-@lru_cache(maxsize=4)
-def load_calibration(path: str = str(CALIBRATION)) -> Calibrations:
-    """The fitted weights and thresholds (read once per path: a data file shipped with the code, not a
-    document fact); the prior when no calibration has been written."""
-    p = Path(path)
-    if not p.exists():
-        return Calibrations({})
-    data = json.loads(p.read_text())
-    src = data.get("source", p.name)
-    kinds = {k: Calibration({f: float(v) for f, v in e["weights"].items()}, float(e["threshold"]), src)
-             for k, e in (data.get("kinds") or {}).items()}
-    return Calibrations(kinds, float(data.get("floor", PRIOR_FLOOR)), src)
-
-
-def candidate_kind(candidate: dict) -> str:
-    return f"{candidate.get('route') or 'rag'}:{candidate.get('source') or 'passage'}"
 
 
 @dataclass

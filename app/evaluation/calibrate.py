@@ -20,8 +20,8 @@ from typing import Optional
 
 import numpy as np
 
-from app.agent.verifier import (FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, answer_order, candidate_kind, is_value,
-                                 leads, rival_picked)
+from app.agent.calibration import FEATURES, NEVER, PRIOR, PRIOR_THRESHOLD, candidate_kind
+from app.agent.verifier import answer_order, is_value, leads, rival_picked
 from app.evaluation.adapters import load_dataset
 from app.evaluation.scoring import score
 

@@ -46,7 +46,7 @@ def test_no_model_draft_is_written_where_the_verifier_can_never_support_one(env)
     it does call it."""
     from app.agent.graph import build_graph
     from app.agent.state import AgentDeps, turn_input
-    from app.agent.verifier import can_support
+    from app.agent.calibration import can_support
 
     kb, deps, doc = env
     assert not can_support("rag:model") and can_support("bi:bi")

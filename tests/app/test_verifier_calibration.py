@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 
-from app.agent.verifier import FEATURES, NEVER, PRIOR_THRESHOLD, load_calibration
+from app.agent.calibration import FEATURES, NEVER, PRIOR_THRESHOLD, load_calibration
 from app.evaluation.calibrate import Question, fit, pick_thresholds, simulate
 
 import numpy as np
@@ -314,7 +314,8 @@ def test_a_supported_candidate_is_the_answer_whenever_there_is_one():
     """A passage sentence may score higher than a clause quote, but a passage is never supported: where the
     clause quote passed its threshold, it is the answer, supported, not the passage found beside it."""
     from app.agent.frame import QuestionFrame
-    from app.agent.verifier import Calibration, Calibrations, judge
+    from app.agent.calibration import Calibration, Calibrations
+    from app.agent.verifier import judge
 
     q = "can a party terminate this agreement for convenience?"
     frame = QuestionFrame(q, q, "clause", ask="text")
@@ -337,7 +338,8 @@ def test_a_check_puts_a_candidate_first_only_where_its_kind_can_be_supported_or_
     extracted value (a figure) leads either way, and so does a sentence beside passages nobody picked (a
     filing's)."""
     from app.agent.frame import QuestionFrame
-    from app.agent.verifier import Calibration, Calibrations, judge
+    from app.agent.calibration import Calibration, Calibrations
+    from app.agent.verifier import judge
 
     q = "can a party assign this agreement?"
     frame = QuestionFrame(q, q, "clause", ask="text")
