@@ -8,13 +8,13 @@ question, or there is no candidate at all, the documents do not contain it.
 """
 from __future__ import annotations
 
-import re
-
 from app import prompts
+from app.agent.calibration import load_calibration
 from app.agent.clause_types import flat
 from app.agent.frame import QuestionFrame
 from app.agent.state import AgentDeps, AgentState
-from app.agent.verifier import judge, load_calibration
+from app.agent.verifier import judge
+from app.agent.verify import FIGURE
 
 RELATED = 3
 
@@ -78,7 +78,7 @@ def read_off(best: dict, judged: list[dict], multi: bool = False) -> dict | None
         quotes = [flat(ci.get("quote") or "").strip() for ci in c.get("citations") or []]
         if (c.get("route") == "rag" and c.get("source") == "text" and c.get("check") and not v.get("gated")
                 and quotes and all(q and q in quoted for q in quotes) and flat(c.get("answer") or "").strip() != quoted
-                and not (multi and len(re.findall(r"\d[\d,.]*", c.get("answer") or "")) < 2)):
+                and not (multi and len(FIGURE.findall(c.get("answer") or "")) < 2)):
             return c
     return None
 
