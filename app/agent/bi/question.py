@@ -18,13 +18,12 @@ OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "
 # the shapes of a question that are not word lists: year spans, "which years", a full year
 _WHICH_YEARS = re.compile(r"^\s*(?:in |for |during )?which (?:fiscal )?years\b|\bwhat years\b", re.I)
 _FY = re.compile(r"\b(fy|full[- ]year)\b", re.I)
-_SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\s*(?:to|and|through|until|-|–)\s*"
-                   r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|"
-                   r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|through|to)\s*(?:fy\s*)?((?:19|20)\d\d)\b",
-                   re.I)
 # "fiscal years 2019 to 2017": a range (a lookup lists every year in it; "2018 and 2019" names two)
-_RANGE = re.compile(r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b",
-                    re.I)
+_RANGE_TEXT = r"\b(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|until)\s*(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b"
+_RANGE = re.compile(_RANGE_TEXT, re.I)
+# a span of years an average or sum runs over: "from 2017 to 2019", "between 2018 and 2019", or a range
+_SPAN = re.compile(r"\b(?:from|between|for)\s+(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\s*(?:to|and|through|until|-|–)\s*"
+                   r"(?:fiscal\s+|fy\s*)?((?:19|20)\d\d)\b|" + _RANGE_TEXT, re.I)
 # "how does the company ...", "what does X mean": asks how or what, which the text answers
 _TEXT_SHAPES = (r"\bhow (?:does|do|did|is|are|was|were|will|would|can|should) (?:the |our )?(?:company|group|"
                 r"management|we|it|they)\b(?! (?:\w+ ){0,3}(?:change|increase|decrease|grow))|\bwhat (?:does|do) "
