@@ -16,6 +16,7 @@ Otherwise ``doubts`` says why and the answer is given as found, not supported.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from app.agent.bi.count import scale_unknown
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
@@ -82,8 +83,8 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     if part and not over_all_rows:
         doubts.append(f"the table is about the {part}, which the question does not name")
     want = content_words(entity_text(pq.phrase)) - GENERIC
+    explained = _explained(view, prog)
     if want and not over_all_rows:
-        explained = _explained(view, prog)
         left = want - explained
         prog.cover = 1.0 - len(left) / len(want)  # the verifier reads it as the answer's coverage
         if prog.cover < COVER:
@@ -116,7 +117,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         doubts.append(f"the row {rows[pct.index(True)].label!r} is a percentage, which divides with no amount")
     if any(o.cell.value is None for o in prog.operands) and prog.op not in ("lookup", "max", "min"):
         doubts.append("a cell is empty")
-    doubts += column_doubts(view, pq, prog)
+    doubts += column_doubts(view, pq, prog, explained)
     doubts += layout_doubts(view, rows)
     return doubts
 
@@ -217,14 +218,15 @@ def _explained(view, prog) -> set[str]:
     return expanded_words(" ; ".join(texts + [view.info.title or "", _heading(view)]))
 
 
-def column_doubts(view, pq: ParsedQuestion, prog) -> list[str]:
+def column_doubts(view, pq: ParsedQuestion, prog, read: Optional[set[str]] = None) -> list[str]:
     """A column the question names in full ("as reported") that the program does not read; a period read from
     one of several columns of that period ("As reported" / "Without adoption of ASC 606", "Amount" / "Per
-    share") that the question does not tell apart: the column taken is a guess."""
+    share") that the question does not tell apart: the column taken is a guess. ``read``: what the program reads
+    (``_explained``; worked out here when not given)."""
+    read = _explained(view, prog) if read is None else read
     words = expanded_words(pq.phrase)
     used = {id(o.col) for o in prog.operands}
     rows = list({id(o.row): o.row for o in prog.operands}.values())
-    read = _explained(view, prog)
     for c in view.cols:
         named = {w for w in content_words(c.title) if not w.isdigit()} - GENERIC
         if (id(c) not in used and named and named <= words and not named <= read
