@@ -357,3 +357,57 @@ def test_a_part_named_by_one_of_its_words_is_not_named(tmp_path_factory):
         assert out["supported"] is True and "6,153,025" in out["answer"], out["answer"]
     finally:
         next(gen, None)
+
+
+BOOKINGS = """<html><body><h1>Questly Games annual report 2019</h1>
+<p>Net bookings (in millions)</p>
+<table>
+<tr><th></th><th>2019</th><th>2018</th></tr>
+<tr><td>Net bookings</td><td>6,388</td><td>7,262</td></tr>
+<tr><td>In-game net bookings</td><td>3,366</td><td>4,203</td></tr>
+</table></body></html>"""
+
+
+def test_a_name_or_a_quarter_the_rows_and_columns_used_do_not_explain_is_a_doubt(tmp_path_factory):
+    """The table holds the whole company's bookings by year: "Zephyr net bookings" names a part it does not
+    show, and "the third and fourth quarter" asks for quarters where the columns are years; both are stated as
+    found, not supported. The same change of the company's net bookings by year is supported."""
+    gen = bi_env(tmp_path_factory, "bi-names", "QUESTLY_2019_10K.html", BOOKINGS, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-names", "What was the change in net bookings for 2019, as compared to 2018?")
+        assert out["supported"] is True and "-874" in out["answer"], out["answer"]
+        out = ask_bi(env, "bi-names", "What was the change in Zephyr net bookings for 2019, as compared to 2018?")
+        assert out["supported"] is False and "Zephyr" in out["answer"], out["answer"]
+        out = ask_bi(env, "bi-names", "What was the change in net bookings between the third and fourth quarter?")
+        assert out.get("supported") is not True, out
+        assert "the question names a quarter" in (out.get("answer") or "") + (out.get("fallback") or ""), out
+    finally:
+        next(gen, None)
+
+
+SECTIONS = """<html><body><h1>Questly Games quarterly results</h1>
+<table>
+<tr><th></th><th>First</th><th>Second</th></tr>
+<tr><td>2019</td><td></td><td></td></tr>
+<tr><td>Net sales</td><td>120,073</td><td>118,859</td></tr>
+<tr><td>Operating earnings</td><td>14,544</td><td>13,359</td></tr>
+<tr><td>2018</td><td></td><td></td></tr>
+<tr><td>Net sales</td><td>110,500</td><td>112,250</td></tr>
+<tr><td>Operating earnings</td><td>12,100</td><td>12,900</td></tr>
+</table></body></html>"""
+
+
+def test_a_row_printed_under_several_sections_the_question_does_not_tell_apart_is_a_doubt(tmp_path_factory):
+    """"Net sales" is printed under 2019 and under 2018: a question naming neither reads one of them by guess
+    (not supported); "operating earnings" is printed once per section too."""
+    gen = bi_env(tmp_path_factory, "bi-sections", "QUESTLY_Q.html", SECTIONS, 1)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-sections", "What were the net sales in the first column?")
+        assert out.get("supported") is not True, out
+        assert "does not say which" in (out.get("answer") or "") + (out.get("fallback") or ""), out
+        out = ask_bi(env, "bi-sections", "What was the change in operating earnings from the first to the second column?")
+        assert out.get("supported") is not True, out
+    finally:
+        next(gen, None)

@@ -4,9 +4,12 @@ A program is grounded when
 - every row it names is named by the question with high confidence: the row label's words are the
   question's words or their synonyms ("capital expenditure" ~ "purchases of property, plant and equipment"),
   or the label's embedding is close to the question's item words with a word in common;
-- the question's item words are explained by the rows, columns and table title used (nothing asked left out);
+- the question's item words are explained by the rows, columns and table title used (nothing asked left out;
+  a name it gives, "Blizzard net bookings", is explained whatever the share of the rest), and a row printed under
+  several sections ("Net sales" under 2019 and 2018) is one whose section the question names;
 - every period the question asks is a column the program reads (or, for a table without period columns, is
-  stated in its title or headers); a table with several periods and a question naming none is a guess;
+  stated in its title or headers; a quarter named without its year, a quarter column); a table with several
+  periods and a question naming none is a guess;
 - the table's columns are read as printed: no header row inside the body above the rows used, no numbers
   left in a text column (a "∆%" column read as a period column);
 - the table is from the document in scope (the planner only sees tables of the documents in scope, and a
@@ -76,6 +79,8 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
                 doubts.append(f"the row {row.label!r} is a {head.lower()}, which the question does not name")
             elif (lump := LUMPED.search(row.label)) and not LUMPED.search(pq.text):
                 doubts.append(f"the row {row.label!r} holds the item {lump.group(0).lower()} items together")
+    if not over_all_rows and (twin := _unnamed_section(view, pq, rows)):
+        doubts.append(twin)
     kind = kind_of_rows(pq.text)
     if over_all_rows and kind and not content_words(kind) <= _table_words(view, rows):
         doubts.append(f"the table does not say its rows are the {kind} items the question ranks")
@@ -94,7 +99,12 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
                           " a neighbouring item")
         if left and (unread := _unread_row(view, want, rows, explained)):
             doubts.append(f"the question also names the row {unread!r}, which the program does not read")
+        elif prog.cover >= COVER and (names := unread_names(pq.phrase, left)):
+            doubts.append(f"the question names {', '.join(names)}, which the rows and columns used do not")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
+    if QUARTER.search(pq.text) and not any(p.quarter for p in pq.periods) and not any(
+            _quarterly(o.col) for o in prog.operands):
+        doubts.append("the question names a quarter, and the columns used are not quarters")
     if pq.periods:
         if view.period_cols:
             for p in pq.periods:
@@ -122,6 +132,51 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     return doubts
 
 
+# a quarter named without its year ("between the third and fourth quarter", "quarters ended January 26 ..."), which
+# ``periods_in`` cannot place: the columns read must still be quarters
+QUARTER = re.compile(r"\b(?:q[1-4]|(?:first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter|quarters?\s+"
+                     r"end(?:ed|ing))\b", re.I)
+NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence: a name
+
+
+def _unnamed_section(view, pq: ParsedQuestion, rows: list) -> str:
+    """A row read under one section of several that print the same label ("Net sales" under "2019" and under
+    "2018"; "Cloud" under "Revenue" and "Cost of revenue") where the question does not name its section better
+    than another's: which one is meant is a guess. '' otherwise."""
+    asked = content_words(pq.text) | {str(p.year) for p in pq.periods}
+
+    def named(section: str) -> tuple[int, float]:
+        words = content_words(section)
+        return (len(words & asked), len(words & asked) / len(words)) if words else (0, 0.0)
+
+    for row in rows:
+        twins = [r for r in view.rows if r is not row and r.section != row.section
+                 and r.label.strip().lower() == row.label.strip().lower()]
+        if not row.section or not twins:
+            continue
+        own = named(row.section)
+        if own[0] == 0 or any(named(r.section) >= own for r in twins):
+            sections = ", ".join(repr(x) for x in dict.fromkeys([row.section, *(r.section for r in twins)]))
+            return f"the table prints {row.label!r} under {sections}, and the question does not say which"
+    return ""
+
+
+def _quarterly(col) -> bool:
+    return bool((col.period is not None and col.period.quarter) or col.months == 3
+                or re.search(r"\bq[1-4]\b|quarter|three months", col.title or "", re.I))
+
+
+def unread_names(phrase: str, left: set[str]) -> list[str]:
+    """The names (capitalised words inside the question, not its first word nor an aside in parentheses) among
+    the question's item words ``left`` unexplained: "Blizzard" of "the decrease in Blizzard net bookings" read
+    from the whole company's row. A question in title case names nothing this way."""
+    text = re.sub(r"\([^()]*\)", " ", phrase)
+    words = re.findall(r"[A-Za-z][\w'’-]*", text)
+    if len([w for w in words if w[:1].isupper()]) * 2 > len(words):
+        return []
+    first = re.search(r"[A-Za-z]", text)
+    return [m.group(0) for m in NAME_WORD.finditer(text)
+            if (first is None or m.start() != first.start()) and content_words(m.group(0)) & left]
 
 
 PARENTHESES = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
