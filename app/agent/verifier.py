@@ -28,7 +28,8 @@ General evidence only, as features of (frame, candidate):
   ``opening``; ``defines``: for a value (a date, a duration, ...), the span defines a quoted term the question
   names (the "Effective Date").
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
-its span, a span from a document out of scope, a clause kind that explains less than half of the question
+its span, a span (with its heading) that states none of the question's content words where the route's own check
+did not hold ("what is the warranty period?" answered by the term clause), a span from a document out of scope, a clause kind that explains less than half of the question
 whose span states less than half of the rest ("what exceptions apply to the non-compete?" answered by the
 non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
 notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
@@ -219,6 +220,9 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
          "bi": 1.0 if candidate.get("route") == "bi" else 0.0,
          "long": 1.0 if candidate.get("route") == "long" else 0.0,
          "model": 1.0 if candidate.get("source") == "model" else 0.0}
+    if (candidate.get("route") == "rag" and span and words and not x["cov"] and not candidate.get("check")
+            and slot not in ("parties", "date")):  # the opening states its parties and date in its own words
+        gates.append("the cited text and its heading state none of the question's words")
     x["fit"], x["rest"] = _rest(frame, kind, f"{sections} {span}")
     x["phrase"] = phrase_run(frame.query, f"{sections}. {span}") if frame is not None else 0.0
     x["heading"] = _heading(frame, sections)

@@ -411,3 +411,32 @@ def test_a_span_of_table_cells_is_never_a_supported_passage():
     # a span read off the cells ("2019 and 2018", the years of its header) is not the passage quoted whole
     _, gates = features(frame, {**cand(cells), "source": "text", "answer": "2019 and 2018"}, 0.6, 0.6)
     assert not any("table's cells" in g for g in gates), gates
+
+
+def test_a_span_that_states_none_of_the_questions_words_is_not_supported_unless_the_route_checked_it():
+    """"What is the warranty period?" of a contract with no warranty: its term clause states a duration, the kind
+    (warranty) explains the whole question, but the span and its heading say neither "warranty" nor "period";
+    a passage nobody checked is gated. The route's own check (a clause verified as the kind) or a span that says
+    the words lets it through, and the opening's parties and date are stated in the opening's own words."""
+    from types import SimpleNamespace
+
+    from app.agent.clauses.taxonomy import built_in
+    from app.agent.verifier import features
+
+    frame = SimpleNamespace(query="What is the warranty period?", doc_ids=None, ask="duration")
+    term = "This Agreement starts on the Effective Date and continues for three (3) years."
+    passage = dict(cand(term), source="passage", check=False)
+    gate = "the cited text and its heading state none of the question's words"
+    _x, gates = features(frame, passage, 0.5, 0.5, built_in().get("warranty"))
+    assert gate in gates
+    _x, gates = features(frame, dict(passage, check=True), 0.5, 0.5, built_in().get("warranty"))
+    assert gate not in gates
+    said = dict(passage, citations=[{"quote": "Supplier warrants the Services for a period of twelve (12) months.",
+                                     "doc_id": "d"}], answer="\u201cSupplier warrants the Services for a period of "
+                                                             "twelve (12) months.\u201d")
+    _x, gates = features(frame, said, 0.5, 0.5, built_in().get("warranty"))
+    assert gate not in gates
+    opening = "This Agreement is made between Acme Inc. and Beta LLC."
+    _x, gates = features(SimpleNamespace(query="Who signed it?", doc_ids=None, ask="text"),
+                         dict(cand(opening), source="passage", check=False), 0.5, 0.5, built_in().get("parties"))
+    assert gate not in gates
