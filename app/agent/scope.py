@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from app.agent.company_scope import (CompanyScope, _is_term, company_scope_of, mentions, not_in_documents_text,
                                      without_companies)
 from app.agent.filing_scope import STRONG, FilingAsk, ask_of, narrow
-from app.agent.vocabulary import phrase_pattern, word_lists
+from app.agent.vocabulary import phrase_pattern, row_kinds, word_lists
 from ingest.facts.profile import STOP, WORD, words  # noqa: F401 (the profile's tokenizer, shared with ingest)
 
 log = logging.getLogger(__name__)
@@ -183,10 +183,13 @@ def _named_in(toks: list[str], files: set[str]) -> bool:
 
 def _named_by_file_names(facts: dict, question: str) -> list[str] | None:
     """The documents whose file names carry a capitalised name of the question ("Northwind" for
-    northwind-q2.pdf, "Best Buy" for BESTBUY_2023_10K.pdf), None if none does."""
+    northwind-q2.pdf, "Best Buy" for BESTBUY_2023_10K.pdf), None if none does. A name followed by a kind of
+    row ("the Services segment": data, ``vocabulary.yaml row_kinds``) names a part of a business, not a file."""
     if len(facts) < 2:
         return None
-    names = [toks for _a, _b, toks in _names(question)]
+    kinds = row_kinds()  # "the Services segment" names a part of a business, not master_services_agreement.pdf
+    names = [toks for _a, b, toks in _names(question)
+             if not (m := re.match(r"\W*([a-z]+)", question[b:].lower())) or m.group(1) not in kinds]
     hit = [d for d, f in facts.items() if any(_named_in(toks, _file_words(f.filename)) for toks in names)]
     return hit or None
 

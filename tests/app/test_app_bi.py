@@ -51,6 +51,16 @@ def test_segment_quarter_and_breakdown(sample_service):
     assert {r[0]: r[1] for r in b.rows} == SEGMENTS["fy_total"]
 
 
+def test_a_quarter_named_without_its_year_is_the_tables_quarter_and_a_segment_names_no_file(sample_service):
+    """The segment sheet holds the quarters of one year: "in Q3" and "in the fourth quarter" are its Q3 and Q4.
+    "the Services segment" names a row, not master_services_agreement.pdf (whose file name says "services")."""
+    a = sample_service.ask(TENANT, "How much revenue did the Services segment generate in Q3?")
+    assert a.route == "bi" and a.rows == [["Services", SEGMENTS["revenue"]["Services"][2]]], a
+    assert a.supported is True, a.answer
+    b = sample_service.ask(TENANT, "What was Software revenue in the fourth quarter?")
+    assert b.rows == [["Software", SEGMENTS["revenue"]["Software"][3]]] and b.supported is True, b.answer
+
+
 def test_total_over_segments_matches_sample_facts(sample_service):
     a = ask_bi(sample_service, "What was the total revenue of Software and Services in Q4 2024?")
     assert a.rows[0][0] == pytest.approx(SEGMENTS["revenue"]["Software"][3] + SEGMENTS["revenue"]["Services"][3])

@@ -70,6 +70,21 @@ def periods_in(text: str) -> list[Period]:
     return out
 
 
+def yearless_quarters(text: str) -> list[int]:
+    """The quarters ``text`` names without a year ("revenue in Q3", "the third quarter"), in order."""
+    out: list[int] = []
+    for rx, n in ((_Q, lambda m: int(m["q"])), (_QUARTER_WORD, lambda m: _QUARTER_N[m["n"].lower()])):
+        for m in rx.finditer(text):
+            if not m["year"] and n(m) not in out:
+                out.append(n(m))
+    return out
+
+
+def without_quarters(text: str) -> str:
+    """``text`` without the quarters it names ("Q3", "the fourth quarter of 2019")."""
+    return " ".join(_Q.sub(" ", _QUARTER_WORD.sub(" ", text)).split())
+
+
 def column_period(name: str, label: str = "") -> Optional[Period]:
     """The one period a column header names, or None (no period, or several: "2019 vs 2018")."""
     for candidate in (re.sub(r"[^a-z0-9]+", "_", (label or name).lower()).strip("_"), name.lower()):

@@ -12,6 +12,7 @@ from app.agent.bi.count import count_program
 from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, expanded_words, latest_cols,
                                  match_cols, match_rows, period_order, word_positions)
 from app.agent.bi.grounding import GENERIC, WHOLE_COLUMNS, grounding_doubts
+from app.agent.bi.periods import Period, without_quarters, yearless_quarters
 from app.agent.bi.program import Operand, Program
 from app.agent.bi.question import ParsedQuestion, entity_text, op_besides, operations_asked, ranks_periods
 from app.agent.bi.table import Col, Row, TableView
@@ -24,6 +25,7 @@ ROW_FLOOR = 0.45  # a row named by the question at least this well
 def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float = 0.0) -> Optional[Program]:
     """``boost``: added to every row match of a table of the statement the question names as its source, where
     a label naming more than the question ("Merchandise inventories" for "inventories") is still the row meant."""
+    pq = _quarter_year(view, pq)
     matches = match_rows(view, pq, encode)
     if boost:
         matches = [replace(m, score=m.score + boost) if m.matched else m for m in matches]
@@ -54,6 +56,22 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float
         return None
     prog.op_label = label
     return _finish(view, pq, matches, prog)
+
+
+def _quarter_year(view: TableView, pq: ParsedQuestion) -> ParsedQuestion:
+    """A quarter named without its year ("Services revenue in Q3") is that quarter of the one year whose quarter
+    columns the table holds (of the year the question names, if it names one); otherwise left unplaced."""
+    qs = yearless_quarters(pq.text)
+    if not qs or any(p.quarter for p in pq.periods):
+        return pq
+    years = {c.period.year for c in view.period_cols if c.period.quarter in qs}
+    if pq.periods:
+        years &= {p.year for p in pq.periods}
+    if len(years) != 1:
+        return pq
+    year = years.pop()
+    return replace(pq, periods=[Period(year, q) for q in qs] + [p for p in pq.periods if p.year != year],
+                   phrase=without_quarters(pq.phrase))
 
 
 def _finish(view: TableView, pq: ParsedQuestion, matches: list[RowMatch], prog: Program) -> Optional[Program]:
