@@ -29,9 +29,10 @@ General evidence only, as features of (frame, candidate):
   names (the "Effective Date").
 Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
 its span, a span (with its heading) that states none of the question's content words where the route's own check
-did not hold ("what is the warranty period?" answered by the term clause), a span from a document out of scope, a clause kind that explains less than half of the question
-whose span states less than half of the rest ("what exceptions apply to the non-compete?" answered by the
-non-compete clause itself), a question that also names another kind ("terminate renewal" read as the
+did not hold ("what is the warranty period?" answered by the term clause), a span from a document out of
+scope, a clause kind that explains half of the question or less whose span states less than half of the rest
+("what exceptions apply to the non-compete?" answered by the non-compete clause itself; "can confidential
+information be shared with affiliates?" by the definition of confidential information), a question that also names another kind ("terminate renewal" read as the
 notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
 change in the average" answered by an average), a date another sentence of the contract contradicts when the
 question speaks of how the contract states it ("become effective": ``clauses.restated``), a clause span that
@@ -63,7 +64,7 @@ from app.agent.verify import DATE, answer_in_span, has_slot
 
 
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
-HALF = 0.5  # a question its clause kind explains less than half of: the span must state half of the rest
+HALF = 0.5  # a question its clause kind explains half of or less: the span must state half of the rest
 NAME_OK = re.compile(r"^(?:Not verified|Governing law|Date|Rows used|Source|SQL)\b")
 
 
@@ -227,7 +228,7 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     x["phrase"] = phrase_run(frame.query, f"{sections}. {span}") if frame is not None else 0.0
     x["heading"] = _heading(frame, sections)
     x["defines"] = 1.0 if defining else 0.0
-    if kind is not None and candidate.get("route") == "rag" and x["fit"] < HALF and x["rest"] < HALF:
+    if kind is not None and candidate.get("route") == "rag" and x["fit"] <= HALF and x["rest"] < HALF:
         gates.append("the question asks more than its clause kind, and the cited text does not say it")
     if candidate.get("contradicted"):  # another sentence of the contract states the value asked otherwise
         gates.append(f"the contract states it otherwise: \u201c{candidate['contradicted'][:160]}\u201d")

@@ -84,3 +84,13 @@ def test_when_does_it_expire_reads_the_term_clause(sample_service):
     a = sample_service.ask(TENANT, "When does the MSA expire?")
     assert a.supported, a.answer
     assert _cited_files(a) == {MSA} and any("three (3) years" in c.quote for c in a.citations), a.answer
+
+
+def test_a_question_its_clause_kind_explains_only_half_of_needs_the_rest_said(sample_service):
+    """The NDA says nothing of affiliates nor of what happens when it ends. The confidentiality kind explains half
+    of each question ("confidential information"); its definition clause, which states none of the rest, was
+    answered supported."""
+    for q in ("Can confidential information be shared with affiliates under the NDA?",
+              "What happens to confidential information when the NDA ends?"):
+        a = sample_service.ask(TENANT, q)
+        assert not a.supported, (q, a.answer)
