@@ -187,7 +187,7 @@ def _named_by_file_names(facts: dict, question: str) -> list[str] | None:
     row ("the Services segment": data, ``vocabulary.yaml row_kinds``) names a part of a business, not a file."""
     if len(facts) < 2:
         return None
-    kinds = row_kinds()  # "the Services segment" names a part of a business, not master_services_agreement.pdf
+    kinds = row_kinds()
     names = [toks for _a, b, toks in _names(question)
              if not (m := re.match(r"\W*([a-z]+)", question[b:].lower())) or m.group(1) not in kinds]
     hit = [d for d, f in facts.items() if any(_named_in(toks, _file_words(f.filename)) for toks in names)]

@@ -27,18 +27,19 @@ General evidence only, as features of (frame, candidate):
   characters): ``preamble`` where the kind's answer is the parties or a date, which the opening states, else
   ``opening``; ``defines``: for a value (a date, a duration, ...), the span defines a quoted term the question
   names (the "Effective Date").
-Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from
-its span, a span (with its heading) that states none of the question's content words where the route's own check
-did not hold ("what is the warranty period?" answered by the term clause), a span from a document out of
-scope, a clause kind that explains half of the question or less whose span states less than half of the rest
-("what exceptions apply to the non-compete?" answered by the non-compete clause itself; "can confidential
-information be shared with affiliates?" by the definition of confidential information), a question that also names another kind ("terminate renewal" read as the
-notice period) whose span does not speak of it, a BI program that does not compute the operation asked ("the
-change in the average" answered by an average), a date another sentence of the contract contradicts when the
-question speaks of how the contract states it ("become effective": ``clauses.restated``), a clause span that
-says the question's words only where it refers back to them ("the license granted under this Agreement will be
-exclusive": ``clauses.references``), a passage quoted whole that is a table's cells (``table_cells``: a table
-is read by the BI route, row by column; a span read off its cells, such as the years of its header, may answer).
+Hard gates (never supported, whatever the score): no cited span, a figure or name of the answer missing from its
+span, a span (with its heading) that states none of the question's content words where the route's own check did not
+hold ("what is the warranty period?" answered by the term clause), a span from a document out of scope, a clause
+kind that explains half of the question or less whose span states less than half of the rest ("what exceptions apply
+to the non-compete?" answered by the non-compete clause itself; "can confidential information be shared with
+affiliates?" by the definition of confidential information), a question that also names another kind ("terminate
+renewal" read as the notice period) whose span does not speak of it, a BI program that does not compute the
+operation asked ("the change in the average" answered by an average), a date another sentence of the contract
+contradicts when the question speaks of how the contract states it ("become effective": ``clauses.restated``), a
+clause span that says the question's words only where it refers back to them ("the license granted under this
+Agreement will be exclusive": ``clauses.references``), a passage quoted whole that is a table's cells
+(``table_cells``: a table is read by the BI route, row by column; a span read off its cells, such as the years of
+its header, may answer).
 A BI program's ``cov`` is the share of the question's item words its rows, columns and title explain
 (``bi.grounding``). The weights and thresholds are calibrated on the dev sets per kind of candidate
 (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision >= 0.9; a kind the

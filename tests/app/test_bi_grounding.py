@@ -407,7 +407,8 @@ def test_a_row_printed_under_several_sections_the_question_does_not_tell_apart_i
         out = ask_bi(env, "bi-sections", "What were the net sales in the first column?")
         assert out.get("supported") is not True, out
         assert "does not say which" in (out.get("answer") or "") + (out.get("fallback") or ""), out
-        out = ask_bi(env, "bi-sections", "What was the change in operating earnings from the first to the second column?")
+        out = ask_bi(env, "bi-sections",
+                     "What was the change in operating earnings from the first to the second column?")
         assert out.get("supported") is not True, out
     finally:
         next(gen, None)

@@ -23,6 +23,7 @@ from typing import Optional
 
 from app.agent.bi.count import scale_unknown
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
+from app.agent.bi.periods import names_quarter
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, names_percent, operations_asked
 from app.agent.text import content_words
 from app.agent.vocabulary import phrase_regex, row_kinds, vocabulary, word_lists
@@ -102,7 +103,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         elif prog.cover >= COVER and (names := unread_names(pq.phrase, left)):
             doubts.append(f"the question names {', '.join(names)}, which the rows and columns used do not")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
-    if QUARTER.search(pq.text) and not any(p.quarter for p in pq.periods) and not any(
+    if names_quarter(pq.text) and not any(p.quarter for p in pq.periods) and not any(
             _quarterly(o.col) for o in prog.operands):
         doubts.append("the question names a quarter, and the columns used are not quarters")
     if pq.periods:
@@ -132,10 +133,6 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     return doubts
 
 
-# a quarter named without its year ("between the third and fourth quarter", "quarters ended January 26 ..."), which
-# ``periods_in`` cannot place: the columns read must still be quarters
-QUARTER = re.compile(r"\b(?:q[1-4]|(?:first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter|quarters?\s+"
-                     r"end(?:ed|ing))\b", re.I)
 NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence: a name
 
 

@@ -80,6 +80,15 @@ def yearless_quarters(text: str) -> list[int]:
     return out
 
 
+_QUARTERS_ENDED = re.compile(r"\bquarters?\s+end(?:ed|ing)\b", re.I)
+
+
+def names_quarter(text: str) -> bool:
+    """``text`` names a quarter without placing it in a year: "Q3", "the third quarter", "the quarters ended
+    January 26 and April 27"."""
+    return bool(yearless_quarters(text) or _QUARTERS_ENDED.search(text))
+
+
 def without_quarters(text: str) -> str:
     """``text`` without the quarters it names ("Q3", "the fourth quarter of 2019")."""
     return " ".join(_Q.sub(" ", _QUARTER_WORD.sub(" ", text)).split())
