@@ -23,7 +23,6 @@ from typing import Optional
 
 from app.agent.bi.count import scale_unknown
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
-from app.agent.bi.periods import names_quarter
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, names_percent, operations_asked
 from app.agent.text import content_words
 from app.agent.vocabulary import phrase_regex, row_kinds, vocabulary, word_lists
@@ -103,7 +102,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         elif prog.cover >= COVER and (names := unread_names(pq.phrase, left)):
             doubts.append(f"the question names {', '.join(names)}, which the rows and columns used do not")
     used = [o.col.period for o in prog.operands if o.col.period is not None]
-    if names_quarter(pq.text) and not any(p.quarter for p in pq.periods) and not any(
+    if pq.quarter_named and not any(p.quarter for p in pq.periods) and not any(
             _quarterly(o.col) for o in prog.operands):
         doubts.append("the question names a quarter, and the columns used are not quarters")
     if pq.periods:

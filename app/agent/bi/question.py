@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Optional
 
 from app.agent.bi.count import condition, without_condition
-from app.agent.bi.periods import Period, periods_in, strip_periods
+from app.agent.bi.periods import Period, names_quarter, periods_in, strip_periods, yearless_quarters
 from app.agent.vocabulary import phrase_pattern, word_lists
 
 OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "min", "count")
@@ -103,6 +103,8 @@ class ParsedQuestion:
     reversed_ratio: bool = False  # "what percentage of B is A": the first-named item divides
     extreme_of: str = ""  # "what was the largest liability": the kind of row ranked ("liability"), when no op is
     extreme_op: str = ""  # max | min: how the rows of that kind are ranked
+    quarters: tuple[int, ...] = ()  # the quarters named without a year ("in Q3", "the fourth quarter")
+    quarter_named: bool = False  # a quarter named without its year, "the quarters ended ..." too
 
 
 def parse_question(question: str) -> ParsedQuestion:
@@ -137,12 +139,14 @@ def parse_question(question: str) -> ParsedQuestion:
     phrase = strip_periods(re.sub(r"\b[A-Z][\w&.-]*['’]s\b", " ", without_condition(q) if counting else q))
     span = bool(_SPAN.search(q)) and op in ("average", "sum") or bool(_RANGE.search(q)) and op == "lookup"
     extreme = rx.extreme_of.search(body) if op == "lookup" else None
+    quarters = tuple(yearless_quarters(q))
     return ParsedQuestion(q, op, percent and op == "ratio", periods, bool(_FY.search(q)),
                           bool(re.search(r"\btotal\b", q, re.I)), bool(rx.breakdown.search(q)), which, phrase,
                           span, bool(rx.text_intent.search(q)) or (bool(_WHICH_YEARS.search(q))
                                                                    and op not in ("max", "min")),
                           bool(rx.reversed_ratio.search(body)), extreme.group("kind").lower() if extreme else "",
-                          ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "")
+                          ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "",
+                          quarters, bool(quarters) or names_quarter(q))
 
 
 def label_span(text: str, label: str) -> Optional[tuple[int, int]]:

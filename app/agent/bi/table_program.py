@@ -12,7 +12,7 @@ from app.agent.bi.count import count_program
 from app.agent.bi.ground import (RowMatch, best_col, col_for_period, distinct_rows, expanded_words, latest_cols,
                                  match_cols, match_rows, period_order, word_positions)
 from app.agent.bi.grounding import GENERIC, WHOLE_COLUMNS, grounding_doubts
-from app.agent.bi.periods import Period, without_quarters, yearless_quarters
+from app.agent.bi.periods import Period, without_quarters
 from app.agent.bi.program import Operand, Program
 from app.agent.bi.question import ParsedQuestion, entity_text, op_besides, operations_asked, ranks_periods
 from app.agent.bi.table import Col, Row, TableView
@@ -61,7 +61,7 @@ def build_program(view: TableView, pq: ParsedQuestion, encode=None, boost: float
 def _quarter_year(view: TableView, pq: ParsedQuestion) -> ParsedQuestion:
     """A quarter named without its year ("Services revenue in Q3") is that quarter of the one year whose quarter
     columns the table holds (of the year the question names, if it names one); otherwise left unplaced."""
-    qs = yearless_quarters(pq.text)
+    qs = pq.quarters
     if not qs or any(p.quarter for p in pq.periods):
         return pq
     years = {c.period.year for c in view.period_cols if c.period.quarter in qs}
