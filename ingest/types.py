@@ -84,6 +84,9 @@ class Passage:
     char_start: int
     char_end: int
     quote: str = ""  # the sentence(s) of it that best state what was searched for, where a reader picked them
+    # where a text joined from several chunks moves to another page or section: ((offset in text, page, section),
+    # ...), so a quote from further in is cited with its own page and section, not the first chunk's
+    marks: tuple = ()
 
 
 @dataclass

@@ -26,7 +26,8 @@ def asks_subject(question: str) -> bool:
 def subject_answer(passages: list[dict]) -> dict | None:
     """{"answer", "citations", "supported", "related"} from the first reporting item of the passages' filing
     (earliest page first), or None when no passage carries an item heading followed by its text."""
-    from app.agent.text_answer import citation, prose_sentences
+    from app.agent.state import citation
+    from app.agent.text_answer import prose_sentences
 
     found = []
     for rank, p in enumerate(passages):

@@ -26,10 +26,10 @@ from app.agent.clause_search import find_passages
 from app.agent.clauses.playbook import taxonomy_for
 from app.agent.frame import QuestionFrame, read_question
 from app.agent.grounding import clean_answer
-from app.agent.nodes_rag import citation, extractive_answer, not_found
+from app.agent.nodes_rag import extractive_answer, not_found
 from app.agent.quotes import quote_spans
 from app.agent.repetition import dedupe_sentences, guarded
-from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict
+from app.agent.state import AgentDeps, AgentState, cancel_event, citation, passage_dict
 from app.agent.text import WORD, content_words, stem
 from app.agent.verify import answer_in_span
 from ingest.sentences import sentence_spans

@@ -30,7 +30,7 @@ from app.agent.quotes import candidate_quotes
 from app.agent.repetition import guarded
 from app.agent.frame import QuestionFrame, read_question
 from app.agent.nodes_verify import as_candidate
-from app.agent.state import AgentDeps, AgentState, cancel_event, passage_dict, past_budget
+from app.agent.state import AgentDeps, AgentState, cancel_event, citation, passage_dict, past_budget
 from app.agent.text import content_words
 from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
@@ -211,11 +211,6 @@ def lead_in(slot: str, quote: str, when: str | None = None) -> str:
         if when:
             return f"Date: {when.strip()}."
     return ""
-
-
-def citation(p: dict, quote: str) -> dict:
-    return {"doc_id": p["doc_id"], "filename": p["filename"], "page": p.get("page"), "section": p.get("section"),
-            "quote": quote}
 
 
 def where(c: dict) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Optional, TypedDict
 
@@ -56,7 +57,29 @@ def passage_dict(p) -> dict:
     """An ``ingest.types.Passage`` as the state carries it."""
     return {"chunk_id": p.chunk_id, "doc_id": p.doc_id, "filename": p.filename, "page": p.page,
             "section": p.section, "text": p.text, "score": float(p.score), "char_start": p.char_start,
-            "quote": p.quote}
+            "quote": p.quote, "marks": [list(m) for m in getattr(p, "marks", ())]}
+
+
+def citation(p: dict, quote: str) -> dict:
+    """A quote of passage ``p`` cited where it lies: a passage joined from several chunks (a clause unit) is cited
+    with the page and section of the chunk the quote starts in, not its first chunk's."""
+    page, section = p.get("page"), p.get("section")
+    at = _position(p.get("text") or "", quote) if p.get("marks") else -1
+    for offset, m_page, m_section in p.get("marks") or ():
+        if at < offset:
+            break
+        page, section = m_page, m_section
+    return {"doc_id": p["doc_id"], "filename": p["filename"], "page": page, "section": section, "quote": quote}
+
+
+def _position(text: str, quote: str) -> int:
+    """Where ``quote`` starts in ``text`` (its first words, spacing aside), or -1."""
+    at = text.find(quote)
+    if at >= 0 or not quote.strip():
+        return at
+    words = quote.split()[:8]
+    m = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return m.start() if m else -1
 
 
 def stream_tokens(config, deltas, cancel_key: str = "cancel") -> str:

@@ -22,6 +22,7 @@ from app.agent.text import content_words, heading_like, stem
 from app.agent.text_answer_table import row_terms, table_years
 from app.agent.text_spans import Ask, _strip, ask_of, extract
 from app.agent.text_terms import key_words
+from app.agent.state import citation
 from app.agent.verify import verify_text
 from ingest.sentences import sentence_spans
 
@@ -242,8 +243,3 @@ def _opening(sentence: str) -> set[tuple[str, ...]]:
     """The word 4-grams of a sentence's first 15 words (a heading before it may differ)."""
     w = WORD.findall(sentence.lower())[:15]
     return {tuple(w[i:i + 4]) for i in range(len(w) - 3)}
-
-
-def citation(p: dict, quote: str) -> dict:
-    return {"doc_id": p["doc_id"], "filename": p["filename"], "page": p.get("page"), "section": p.get("section"),
-            "quote": quote}

@@ -40,6 +40,7 @@ class Unit:
     parts: dict = field(default_factory=dict)  # the score's parts (for the UI and for tuning)
     tokens: list = field(default_factory=list, repr=False)  # content-word stems (set by the finder)
     spans: list = field(default_factory=list, repr=False)  # its sentences' (start, end) (set by the finder)
+    marks: tuple = ()  # ((offset in text, page, section), ...) where a later chunk moves to another page or section
 
     def passage(self, score: float | None = None):
         """The unit as an ``ingest.types.Passage`` (its first chunk's id; its offsets in the document's units'
@@ -49,7 +50,7 @@ class Unit:
         return Passage(self.chunk_ids[0] if self.chunk_ids else f"{self.doc_id}:{self.position}", self.doc_id,
                        self.filename, self.page, self.section, self.text,
                        float(self.score if score is None else score), self.offset, self.offset + len(self.text),
-                       self.answer_quote)
+                       self.answer_quote, self.marks)
 
 
 def section_number(label: str) -> str | None:
@@ -73,9 +74,11 @@ def _is_under(child: str | None, parent: str | None) -> bool:
     return bool(child and parent) and child != parent and child.startswith(parent + ".")
 
 
-def _join(passages: list) -> str:
-    """The chunks' text in document order, overlaps dropped (offsets from ``Passage.char_start/char_end``)."""
-    out, end = [], None
+def _join(passages: list) -> tuple[str, tuple]:
+    """The chunks' text in document order, overlaps dropped (offsets from ``Passage.char_start/char_end``), and
+    the marks where a chunk on another page or of another section starts in it."""
+    out, end, at, marks = [], None, 0, []
+    page, section = (passages[0].page, passages[0].section) if passages else (None, None)
     for p in passages:
         text = p.text
         if end is not None and getattr(p, "char_end", 0):
@@ -83,11 +86,17 @@ def _join(passages: list) -> str:
                 text = text[end - p.char_start:] if end < p.char_end else ""
             elif p.char_start > end:
                 out.append("\n")
+                at += 1
         elif out:
             out.append("\n")
+            at += 1
+        if text.strip() and (p.page, p.section) != (page, section):
+            page, section = p.page, p.section
+            marks.append((at + len(text) - len(text.lstrip()), page, section))
         out.append(text)
+        at += len(text)
         end = max(end or 0, getattr(p, "char_end", 0) or 0)
-    return "".join(out)
+    return "".join(out), tuple(marks)
 
 
 def _sections(passages: list) -> list[list]:
@@ -140,9 +149,10 @@ def document_units(passages: list, limit: int = MAX_UNIT) -> list[Unit]:
         heading = _heading_path(runs, nums, g[0])
         for piece in (_pieces(chunks, limit) if len(g) == 1 else [chunks]):
             first = piece[0]
-            units.append(Unit(first.doc_id, first.filename, first.page, first.section, _join(piece), heading,
+            text, marks = _join(piece)
+            units.append(Unit(first.doc_id, first.filename, first.page, first.section, text, heading,
                               tuple(p.chunk_id for p in piece), len(units),
-                              units[-1].offset + len(units[-1].text) if units else 0))
+                              units[-1].offset + len(units[-1].text) if units else 0, marks=marks))
     return units
 
 
