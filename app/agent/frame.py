@@ -121,7 +121,8 @@ def read_question(kbt, question: str, doc_ids: Optional[list[str]] = None, mode:
     long = wants_long(question)
     planned, why_not = False, ""
     if mode in ("auto", "bi") and (not kind or not strong) and not long:
-        planned, why_not = _plan_once(kbt, question, doc_ids, cs, scratch)
+        in_view = scope.doc_ids if scope.doc_ids is not None else doc_ids  # the documents named, as RAG reads them
+        planned, why_not = _plan_once(kbt, question, in_view, cs, scratch)
         if planned:  # a kind named by one word ("audit fees") is a line item the tables hold, not a clause
             kind = None
     agreements = sc.agreements or frozenset()
