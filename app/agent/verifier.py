@@ -62,6 +62,7 @@ from app.agent.clauses.taxonomy import asked_words, stems
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
 from app.agent.verify import DATE, answer_in_span, has_slot
+from app.agent.vocabulary import asks_yes_no
 
 
 FIGURE_SLOTS = {"amount": "amount", "percent": "amount", "count": "amount", "date": "date", "duration": "duration"}
@@ -239,6 +240,10 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
         ref = referred_only(frame.query, span)
         if ref:  # "the license granted ... under this Agreement will be exclusive": the grant is stated elsewhere
             gates.append(f"the cited text only refers back to what is asked (\u201c{ref}\u201d)")
+    other = (kind.other_way(frame.query, f"{sections} {span}") if frame is not None and hasattr(kind, "other_way")
+             and candidate.get("route") == "rag" and not asks_yes_no(frame.query) else None)
+    if other:  # "is it arbitrated?" is answered by the courts clause (no); "where is it arbitrated?" is not
+        gates.append(f"the question asks about {other[0]}; the cited text provides for {other[1]}")
     besides = _named_besides(frame, kind)
     if besides and candidate.get("route") == "rag" and not {w[:5] for w in besides} & {w[:5] for w in stems(
             f"{sections} {span}")}:

@@ -90,6 +90,8 @@ def test_the_shipped_kinds_load_and_every_entry_validates():
     ({"name": "x kind", "description": "Does x.", "wordings": []}, "'wordings' is empty"),
     ({"name": "the clause", "description": "Does x.", "wordings": ["a"]}, "no content word"),
     ({"name": "x kind", "description": "Does x.", "wordings": ["a"], "regex": "x.*"}, "unknown field"),
+    ({"name": "x kind", "description": "Does x.", "wordings": ["a"], "alternatives": [["one way"]]},
+     "two or more lists"),
 ])
 def test_a_bad_entry_is_refused_with_its_field_and_reason(entry, message):
     from app.agent.clauses.taxonomy import TaxonomyError, kind_from_dict
@@ -326,3 +328,38 @@ def test_a_units_quote_is_what_it_says_not_its_heading():
     word, _slot, quote = _best_sentences(unit, _Profile(None, q, [unit]), "")
     assert "ARTICLE 9" not in quote and "Subject to this Section" in quote and "jointly own" in quote, quote
     assert word == _Profile(None, q, [unit]).sentence(set(stems(text[:text.index(" 9.1.1")])))  # the heading's
+
+
+def test_ways_of_a_kind_that_exclude_each_other_are_data():
+    """A kind's ``alternatives`` (arbitration, or the courts): the clause states another way than the one asked."""
+    from app.agent.clauses.taxonomy import built_in, kind_from_dict
+
+    disputes = built_in().get("dispute resolution")
+    courts = "The courts located in New York County have exclusive jurisdiction over any dispute."
+    assert disputes.other_way("Where will disputes be arbitrated?", courts) == ("arbitration", "courts")
+    assert disputes.other_way("Which courts hear disputes?", courts) is None
+    assert disputes.other_way("Where will disputes be arbitrated?", "Disputes go to binding arbitration.") is None
+    assert disputes.other_way("Where will disputes be arbitrated?", "Disputes are settled amicably.") is None
+    kind = kind_from_dict({"name": "payment method", "description": "How fees are paid.", "wordings": ["pays by"],
+                           "alternatives": [["wire transfer"], ["cheque", "check"]]}, source="playbook")
+    assert kind.other_way("Is payment by wire transfer?", "Customer pays by cheque.") == ("wire transfer", "cheque")
+    assert kind_from_dict(kind.to_dict()).alternatives == kind.alternatives
+
+
+def test_a_unit_joined_across_pages_cites_a_quote_from_its_own_page_and_section():
+    from app.agent.clauses.units import document_units
+    from app.agent.state import citation, passage_dict
+    from ingest.types import Passage
+
+    chunks = [Passage("c1", "d", "f.pdf", 4, "9.1 Cap", "9. Liability\n9.1 Cap. Liability is capped at USD 1.", 0.0,
+                      500, 548),
+              Passage("c2", "d", "f.pdf", 5, "9.1 Cap", "The cap is per year.", 0.0, 549, 569),
+              Passage("c3", "d", "f.pdf", 5, "9.2 Exclusions", "9.2 Exclusions. No indirect damages.", 0.0, 570, 606)]
+    (unit,) = document_units(chunks)
+    p = passage_dict(unit.passage())
+    assert (p["page"], p["section"]) == (4, "9.1 Cap")
+    cite = lambda q: (citation(p, q)["page"], citation(p, q)["section"])  # noqa: E731
+    assert cite("Liability is capped at USD 1.") == (4, "9.1 Cap")
+    assert cite("The cap is per year.") == (5, "9.1 Cap")
+    assert cite("9.2 Exclusions. No  indirect\ndamages.") == (5, "9.2 Exclusions")
+    assert cite("a sentence the unit does not hold") == (4, "9.1 Cap")

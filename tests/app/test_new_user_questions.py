@@ -94,3 +94,19 @@ def test_a_question_its_clause_kind_explains_only_half_of_needs_the_rest_said(sa
               "What happens to confidential information when the NDA ends?"):
         a = sample_service.ask(TENANT, q)
         assert not a.supported, (q, a.answer)
+
+
+def test_a_question_about_arbitration_is_not_answered_supported_by_the_courts_clause(sample_service):
+    """The MSA sends disputes to the New York courts and has no arbitration clause. "Where will disputes be
+    arbitrated?" was answered supported by the courts clause, as if it said where arbitration sits."""
+    a = sample_service.ask(TENANT, "Where will disputes be arbitrated?")
+    assert not a.supported, a.answer
+    assert "courts located in New York County" in a.answer and "arbitration" in a.answer, a.answer
+
+
+def test_a_sub_clause_quoted_from_a_whole_section_is_cited_with_its_own_number(sample_service):
+    """Section 12 is read as one unit (12.1 to 12.4); the quote from 12.2 was cited as "section 12.1 Term"."""
+    a = sample_service.ask(TENANT, "How much notice is needed to terminate the MSA for convenience?")
+    assert a.supported and "sixty (60) days" in a.answer, a.answer
+    assert [c.section for c in a.citations] == ["12.2 Termination for Convenience"], a.citations
+    assert "section 12.2 Termination for Convenience" in a.answer and "12.1" not in a.answer, a.answer

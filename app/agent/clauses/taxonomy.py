@@ -70,6 +70,9 @@ class ClauseKind:
     source: str = "built-in"  # built-in | playbook
     # phrases by which a contract states the value asked elsewhere too ("shall commence"): app/agent/clauses/restated.py
     stated_by: tuple[str, ...] = field(default=())
+    # ways of the clause that exclude each other (arbitration, or the courts): a question that names one is not
+    # answered by a clause that provides for another
+    alternatives: tuple[tuple[str, ...], ...] = field(default=())
 
     @property
     def slot(self) -> str:  # the name the verifier reads
@@ -110,6 +113,21 @@ class ClauseKind:
         """The question's content words this kind does not explain: what the answer must speak of itself."""
         return asked_words(question) - self.profile()
 
+    def other_way(self, question: str, text: str) -> tuple[str, str] | None:
+        """(the way the question names, another way ``text`` states) where the kind's ``alternatives`` exclude
+        each other and ``text`` states only another than the one asked ("where will disputes be arbitrated?" of
+        "the courts of New York have exclusive jurisdiction"), else None."""
+        if not self.alternatives:
+            return None
+        q, t = set(stems(question)), set(stems(text))
+        ways = [[(w, set(stems(w))) for w in group] for group in self.alternatives]
+        asked = [i for i, g in enumerate(ways) if any(s and s <= q for _w, s in g)]
+        stated = [i for i, g in enumerate(ways) if any(s and s <= t for _w, s in g)]
+        if len(asked) != 1 or asked[0] in stated or not stated:
+            return None
+        name = next(w for w, s in ways[asked[0]] if s and s <= q)
+        return name, next(w for w, s in ways[stated[0]] if s and s <= t)
+
     def to_dict(self) -> dict:
         d = {"name": self.name, "description": self.description, "wordings": list(self.wordings),
              "headings": list(self.headings), "answer": self.answer}
@@ -117,6 +135,8 @@ class ClauseKind:
             d["synonyms"] = list(self.synonyms)
         if self.stated_by:
             d["stated_by"] = list(self.stated_by)
+        if self.alternatives:
+            d["alternatives"] = [list(g) for g in self.alternatives]
         return d
 
 
@@ -142,7 +162,8 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
     """A validated ``ClauseKind`` from a mapping; ``TaxonomyError`` says which field is wrong and why."""
     if not isinstance(entry, dict):
         raise TaxonomyError(f"{where}: expected a mapping with name, description, wordings, headings, answer")
-    unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms", "stated_by"}
+    unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms", "stated_by",
+                            "alternatives"}
     if unknown:
         raise TaxonomyError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     name = entry.get("name")
@@ -166,7 +187,17 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
                       wordings=_strings(entry, "wordings", where, True),
                       headings=_strings(entry, "headings", where, False),
                       answer=answer, synonyms=_strings(entry, "synonyms", where, False), source=source,
-                      stated_by=_strings(entry, "stated_by", where, False))
+                      stated_by=_strings(entry, "stated_by", where, False),
+                      alternatives=_alternatives(entry, where))
+
+
+def _alternatives(entry: dict, where: str) -> tuple[tuple[str, ...], ...]:
+    value = entry.get("alternatives")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(g, list) for g in value):
+        raise TaxonomyError(f"{where}: 'alternatives' must be a list of two or more lists of phrases (one per way)")
+    return tuple(_strings({"way": g}, "way", f"{where} alternatives", True) for g in value)
 
 
 def load_kinds(path: Path = DATA_FILE) -> list[ClauseKind]:
