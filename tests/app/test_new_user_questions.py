@@ -110,3 +110,15 @@ def test_a_sub_clause_quoted_from_a_whole_section_is_cited_with_its_own_number(s
     assert a.supported and "sixty (60) days" in a.answer, a.answer
     assert [c.section for c in a.citations] == ["12.2 Termination for Convenience"], a.citations
     assert "section 12.2 Termination for Convenience" in a.answer and "12.1" not in a.answer, a.answer
+
+
+def test_the_bi_plan_reads_only_the_documents_the_question_names(sample_service):
+    """"the Master Services Agreement" scopes the question to the MSA, which holds no table; the BI plan was
+    made against every table of the tenant (the segment sheet's "Services" row was weighed)."""
+    from app.agent.frame import read_question
+
+    kbt = sample_service.kb.for_tenant(TENANT)
+    frame = read_question(kbt, "What are the payment terms of the Master Services Agreement?", scratch={})
+    names = {d.id: d.filename for d in kbt.list_documents()}
+    assert [names[d] for d in frame.doc_ids] == [MSA]
+    assert not frame.bi_planned and frame.bi_reason == "no table in the documents in scope", frame.bi_reason
