@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from app.agent.text import content_words, stem
 from app.agent.text_terms import FILLER, key_words
+from app.agent.vocabulary import word_lists
 
 YEAR = re.compile(r"(?<![\d.$])(?<!\d,)(?:19|20)\d{2}(?!\d|,\d{3}|\.\d)")
 FY = re.compile(r"\b(?:fiscal(?: year)?|fy|financial year)\s*'?(\d{2,4})\b", re.I)
@@ -85,6 +87,29 @@ QUESTION_PERIOD = re.compile(r"\b(?:fiscal(?:\s+year)?|fy)\s*'?\s*\d{2,4}\b|\bq[
                              r"\d{2,4})?\b|\b(?:fiscal|fy)\b", re.I)
 
 
+# what a "what is the ..." question asks for: its words up to the first preposition or punctuation
+ASKED_PHRASE = re.compile(r"^(?:what|which)\s+(?:is|was|are|were|will be)\s+(?:the\s+|an?\s+)?([\w\s'’&/-]+?)\s*"
+                          r"(?:\b(?:of|for|in|from|at|on|by|during|as|under|between|to|that|with|and|over|after|"
+                          r"before|since|if|when|per|across|within|through|than)\b|[?,(]|$)")
+YEAR_ON_YEAR = re.compile(r"\s*(?:on|over|to)[\s-]+year\b")
+
+
+def asked_head(ql: str) -> str:
+    """The kind of answer the head of what a question asks for names ("years", "date", "duration"; data:
+    vocabulary.yaml ``asked_heads``), or "": "the last fiscal year of expiration" asks a year, though the tax
+    words around it read like an amount; "year on year" names no year."""
+    m = ASKED_PHRASE.match(ql)
+    words = m.group(1).split() if m else []
+    if not words or YEAR_ON_YEAR.match(ql[m.end(1):]):
+        return ""
+    return next((kind for kind, heads in asked_heads().items() if words[-1] in heads), "")
+
+
+@lru_cache(maxsize=1)
+def asked_heads() -> dict[str, list[str]]:
+    return word_lists("asked_heads")  # checked once: the file is code-side data
+
+
 def ask_of(question: str) -> Ask:
     q = " ".join(question.strip().split())
     ql = q.lower()
@@ -101,19 +126,20 @@ def ask_of(question: str) -> Ask:
     multi = bool(re.search(r"\brespectively\b|\beach of\b", ql)) or len(years) >= 2 and bool(
         re.search(r"\b(?:in|for|of|at|during|as of)\b[^?]*\d{4}\s*(?:,|and)\s*\d{4}", ql)) and not re.search(
         r"\b(?:change|differ|increase|decrease|grow|growth|average|total|sum|ratio|between)\b", ql)
-    kind = "text"
+    kind, head = "text", asked_head(ql)
     if re.search(r"(?:^|,\s*)(?:why|for what reason)\b", ql) or re.search(
             r"\b(?:reasons?|what (?:caused|led to|drove|resulted in|contributed)|due to what|attributable to what|"
             r"what (?:was|were|is|are) (?:the )?(?:main |primary |key )?(?:drivers?|causes?|factors?))\b", ql):
         kind = "reason"
-    elif re.search(r"\b(?:which|what|in which|during which)\s+(?:fiscal\s+)?(?:years?|periods?)\b", ql):
+    elif re.search(r"\b(?:which|what|in which|during which)\s+(?:fiscal\s+)?(?:years?|periods?)\b", ql) \
+            or head == "years":
         kind = "years"
     elif re.match(r"^(?:when|by when|as of when|since when)\b", ql) or re.search(
             r"\b(?:what|which) (?:is|was|are|were) the (?:[\w-]+ ){0,3}(?:date|deadline)s?\b|\b(?:what|which) date\b",
-            ql):
+            ql) or head == "date":
         kind = "date"  # "on what date does it become effective?", "what date was the lease signed?"
     elif re.search(r"\bhow long\b|\bover what (?:duration|period)|\bhow often\b|\b(?:what|which) (?:is|was|are|were) "
-                   r"the (?:\w+ )?(?:term|duration|useful lives?|life|period)\b", ql):
+                   r"the (?:\w+ )?(?:term|duration|useful lives?|life|period)\b", ql) or head == "duration":
         kind = "duration"
     elif re.search(r"\bhow many\b", ql):
         m = re.search(r"\bhow many\s+([a-z]+)", ql)

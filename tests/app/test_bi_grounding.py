@@ -412,3 +412,62 @@ def test_a_row_printed_under_several_sections_the_question_does_not_tell_apart_i
         assert out.get("supported") is not True, out
     finally:
         next(gen, None)
+
+
+ACQUIRED = """<html><body><h1>Nimbus Systems 2019 annual report</h1>
+<p>The fair values of the intangible assets acquired (in thousands):</p>
+<table>
+<tr><th></th><th>Fair value</th><th>Estimated useful life (in years)</th></tr>
+<tr><td>Customer relationships</td><td>5,200</td><td>8</td></tr>
+<tr><td>Order backlog</td><td>1,400</td><td>1</td></tr>
+<tr><td>Developed technology</td><td>3,100</td><td>5</td></tr>
+</table>
+<p>Receivables (in thousands):</p>
+<table>
+<tr><th></th><th>Current</th><th>Non-current</th><th>Total</th></tr>
+<tr><td>Net receivables</td><td>23,524</td><td>4,055</td><td>27,579</td></tr>
+</table>
+<p>Amortizable intangible assets (in thousands):</p>
+<table>
+<tr><th></th><th>Gross carrying amount</th><th>Accumulated amortization</th></tr>
+<tr><td>Customer relationships</td><td>5,200</td><td>(498)</td></tr>
+<tr><td>Trade names</td><td>900</td><td>(120)</td></tr>
+</table>
+<p>Tax credit carryforwards (in thousands):</p>
+<table>
+<tr><th></th><th>Last fiscal year of expiration</th><th>Amount</th></tr>
+<tr><td>Domestic federal</td><td>2039</td><td>57,299</td></tr>
+<tr><td>Domestic state</td><td>2027</td><td>3,313</td></tr>
+</table></body></html>"""
+
+
+def test_an_aggregate_that_also_reads_a_column_the_question_does_not_name_is_a_doubt(tmp_path_factory):
+    """"the average fair value of order backlog" averaged the fair value with the useful life in years (a
+    supported wrong answer on TAT-QA-dev); a difference of the two columns a question names stays grounded."""
+    gen = bi_env(tmp_path_factory, "bi-aggregate", "NIMBUS_2019_10K.html", ACQUIRED, 4)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-aggregate", "What is the average fair value of order backlog?")
+        assert out.get("supported") is not True, out
+        out = ask_bi(env, "bi-aggregate", "What was the difference between total and current net receivables?")
+        assert out.get("supported") is True and "4,055" in out["answer"], out
+    finally:
+        next(gen, None)
+
+
+def test_a_year_or_a_period_asked_is_not_answered_by_an_amount(tmp_path_factory):
+    """"the weighted average remaining amortization period" and "the last fiscal year of expiration" ask for a
+    duration and a year; answered with an amortization amount they were supported and wrong on TAT-QA-dev."""
+    gen = bi_env(tmp_path_factory, "bi-heads", "NIMBUS_2019_10K.html", ACQUIRED, 4)
+    env = next(gen)
+    try:
+        out = ask_bi(env, "bi-heads", "What is the weighted average remaining amortization period for customer "
+                                      "relationships?")
+        assert out.get("supported") is not True, out
+        out = ask_bi(env, "bi-heads", "What was the last fiscal year of expiration for domestic state tax credit "
+                                      "carryforwards?")
+        assert out.get("supported") is not True or "2027" in out["answer"], out
+        out = ask_bi(env, "bi-heads", "What was the amount of domestic state tax credit carryforwards?")
+        assert out.get("supported") is True and "3,313" in out["answer"], out
+    finally:
+        next(gen, None)

@@ -25,6 +25,7 @@ from app.agent.bi.count import scale_unknown
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, names_percent, operations_asked
 from app.agent.text import content_words
+from app.agent.text_spans import asked_heads
 from app.agent.vocabulary import phrase_regex, row_kinds, vocabulary, word_lists
 
 LUMPED = phrase_regex(vocabulary().get("lumped_rows") or ())  # data: "Interest and other expense"
@@ -120,6 +121,10 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         every = prog.op in ALL_PERIOD_OPS or (pq.breakdown and len(used) > 1) or listed >= periods
         if not every:
             doubts.append("the question names no period; the newest column was taken")
+    if pq.asks_for and prog.op not in ("max", "min", "count") and not _time_words() & set(
+            re.findall(r"[a-z]+", " ".join(t for o in prog.operands for t in (o.row.text, o.col.title)).lower())):
+        doubts.append(f"the question asks for a {pq.asks_for.rstrip('s')}, which the rows and columns used do not"
+                      " state")  # "the last fiscal year of expiration" read from the "Amount" column
     if prog.op == "count" and scale_unknown(pq.text, f"{getattr(view.info, 'scale', '') or ''} {view.unit or ''}"):
         doubts.append("the question states its threshold at a scale the table does not state")
     pct = [names_percent(r.label) for r in rows]
@@ -130,6 +135,11 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
     doubts += column_doubts(view, pq, prog, explained)
     doubts += layout_doubts(view, rows)
     return doubts
+
+
+def _time_words() -> set[str]:
+    """The words by which a row or column states a year, a date or a duration (vocabulary.yaml ``asked_heads``)."""
+    return {w for heads in asked_heads().values() for w in heads} | {"month", "months", "days"}
 
 
 NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence: a name
@@ -284,7 +294,16 @@ def column_doubts(view, pq: ParsedQuestion, prog, read: Optional[set[str]] = Non
                 and not operations_asked(c.title)):  # a "Change (%)" column: what the program computes
             return [f"the question names the column {c.title!r}, which the program does not read"]
     out = []
-    for col in {id(o.col): o.col for o in prog.operands}.values():
+    cols = list({id(o.col): o.col for o in prog.operands}.values())
+    if prog.op in ("average", "sum", "difference", "ratio", "pct_change") and len(cols) > 1:
+        asked = words | content_words(pq.phrase, drop_generic=False)  # "total" names the "Total" column
+        said = [bool({w for w in content_words(c.title, drop_generic=False) if not w.isdigit()} & asked)
+                for c in cols]
+        other = [c for c, s in zip(cols, said) if not s and c.period is None]
+        if any(said) and other:  # "the average fair value": the "Fair value" and "Useful life (years)" cells
+            out.append(f"the question names the column {cols[said.index(True)].title!r}, not {other[0].title!r},"
+                       " which the program also reads")
+    for col in cols:
         if col.period is None:
             continue
         same = [c for c in view.period_cols if id(c) not in used and c.period == col.period

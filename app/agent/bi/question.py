@@ -12,6 +12,7 @@ from typing import Optional
 
 from app.agent.bi.count import condition, without_condition
 from app.agent.bi.periods import Period, names_quarter, periods_in, strip_periods, yearless_quarters
+from app.agent.text_spans import asked_head
 from app.agent.vocabulary import phrase_pattern, word_lists
 
 OPS = ("lookup", "difference", "pct_change", "average", "sum", "ratio", "max", "min", "count")
@@ -105,6 +106,7 @@ class ParsedQuestion:
     extreme_op: str = ""  # max | min: how the rows of that kind are ranked
     quarters: tuple[int, ...] = ()  # the quarters named without a year ("in Q3", "the fourth quarter")
     quarter_named: bool = False  # a quarter named without its year, "the quarters ended ..." too
+    asks_for: str = ""  # years | date | duration: what the head of the asked phrase names (text_spans.asked_head)
 
 
 def parse_question(question: str) -> ParsedQuestion:
@@ -146,7 +148,7 @@ def parse_question(question: str) -> ParsedQuestion:
                                                                    and op not in ("max", "min")),
                           bool(rx.reversed_ratio.search(body)), extreme.group("kind").lower() if extreme else "",
                           ("max" if rx.max.fullmatch(extreme.group("word")) else "min") if extreme else "",
-                          quarters, bool(quarters) or names_quarter(q))
+                          quarters, bool(quarters) or names_quarter(q), asked_head(q.lower()))
 
 
 def label_span(text: str, label: str) -> Optional[tuple[int, int]]:
