@@ -363,3 +363,25 @@ def test_a_unit_joined_across_pages_cites_a_quote_from_its_own_page_and_section(
     assert cite("The cap is per year.") == (5, "9.1 Cap")
     assert cite("9.2 Exclusions. No  indirect\ndamages.") == (5, "9.2 Exclusions")
     assert cite("a sentence the unit does not hold") == (4, "9.1 Cap")
+
+
+def test_a_question_of_no_known_kind_reads_contract_words_by_their_synonyms(kb):
+    """"remuneration" is not in the fees clause, which says "pay the fees": the contract synonyms (data:
+    vocabulary.yaml contract_synonyms) count its words as the question's, each weighed by its own rarity."""
+    import app.agent.clauses.finder as finder
+    from app.agent.clauses.taxonomy import stems
+    from app.agent.clauses.units import document_units
+
+    q = "What remuneration does the customer owe?"
+    units = document_units(kb.document_passages(TENANT, doc_id(kb)))
+    fees = next(u for u in units if flat(u.text).startswith("7. Fees"))
+    fold = finder.synonym_folds()
+    assert fold[stems("remuneration")[0]] == fold[stems("fees")[0]] == stems("pay")[0]
+    for u in units:
+        u.tokens = [fold.get(t, t) for t in stems(u.text)]
+    folded = finder._Profile(None, q, units, fold).lexical(fees)
+    for u in units:
+        u.tokens = stems(u.text)
+    assert folded > 2 * finder._Profile(None, q, units).lexical(fees)  # "customer" alone, unfolded
+    found = finder.find_units(kb.for_tenant(TENANT), q, None, [doc_id(kb)], k=3)
+    assert flat(found[0].text).startswith("7. Fees"), [(u.section, u.parts) for u in found]

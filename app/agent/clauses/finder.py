@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Optional
 
 from app.agent.clauses.definitions import defining_sentence
@@ -46,6 +47,7 @@ from app.agent.quotes import quote_spans as _spans
 from app.agent.scope import agreements_of
 from app.agent.text import heading_like
 from app.agent.verify import has_slot
+from app.agent.vocabulary import word_lists
 
 SEARCH_K = 30
 SCAN_MAX_DOCS = 5  # score every unit of the documents in scope when there are at most this many
@@ -70,8 +72,9 @@ def _rank_score(rank: int) -> float:
 class _Profile:
     """What a unit is compared with: phrases (the kind's wordings, or the question) and vocabulary, IDF-weighted."""
 
-    def __init__(self, kind: Optional[ClauseKind], query: str, units: list[Unit]):
-        asked = stems(query)
+    def __init__(self, kind: Optional[ClauseKind], query: str, units: list[Unit], fold: Optional[dict] = None):
+        self.fold = fold or {}
+        asked = self.stems(query)
         if kind is not None:
             self.phrases = [stems(w) for w in kind.wordings] + [stems(kind.description)]
             self.vocab = kind.profile() | set(asked)
@@ -82,12 +85,17 @@ class _Profile:
             self.heads = [asked] if asked else []
         self.phrases = [p for p in self.phrases if p]
         n = len(units) or 1
-        df = Counter(t for u in units for t in set(u.tokens))
+        # a word's rarity is its own (with ``fold``, "payment" is not as common as all the fee words together)
+        df = Counter(t for u in units for t in set(stems(u.text) if self.fold else u.tokens))
         self.idf = {t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in self.vocab}
         for p in self.phrases + self.heads:
             for t in p:
                 self.idf.setdefault(t, math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
         self.avg_len = sum(len(u.tokens) for u in units) / n if units else 1.0
+
+    def stems(self, text: str) -> list[str]:
+        """``text``'s content-word stems, a word of a synonym group read as its group's word (``fold``)."""
+        return [self.fold.get(t, t) for t in stems(text)] if self.fold else stems(text)
 
     def weight(self, terms) -> float:
         return sum(self.idf.get(t, 0.0) for t in terms)
@@ -114,7 +122,7 @@ class _Profile:
         return best
 
     def heading(self, text: str) -> float:
-        words = stems(text)
+        words = self.stems(text)
         best = 0.0
         for p in self.heads:
             if _in_order(words, p):
@@ -137,7 +145,7 @@ def _best_sentences(unit: Unit, prof: _Profile, slot: str) -> tuple[float, float
         return 0.0, 0.0, unit.text.strip()
     scored, slot_score = [], 0.0
     for i, (a, b) in enumerate(spans):
-        words = set(stems(unit.text[a:b]))
+        words = set(prof.stems(unit.text[a:b]))
         word = prof.sentence(words)
         filled = bool(slot) and has_slot(slot, unit.text[a:b])
         if filled:
@@ -151,7 +159,7 @@ def _best_sentences(unit: Unit, prof: _Profile, slot: str) -> tuple[float, float
         return a, b
 
     a, b = pair(max(scored, key=lambda x: (x[0], -x[1]))[1])
-    word = min(1.0, prof.sentence(set(stems(unit.text[a:b]))))
+    word = min(1.0, prof.sentence(set(prof.stems(unit.text[a:b]))))
     body = [x for x in scored if not heading_like(unit.text[spans[x[1]][0]:spans[x[1]][1]])]
     a, b = pair(max(body or scored, key=lambda x: (x[0], -x[1]))[1])  # a heading names the clause; not the quote
     return word, slot_score, unit.text[a:b].strip()
@@ -186,8 +194,12 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
     units = [u for d in docs for u in document_units(kbt.document_passages(d))]
     if not units:
         return []
+    if kind is None and agreements is None:
+        agreements = _agreements(kbt, docs)
+    # a question of no known kind about agreements only: contract words in other words count as its words
+    fold = synonym_folds() if kind is None and agreements is not None and set(docs) <= agreements else {}
     for u in units:
-        u.tokens, u.spans = stems(u.text), _spans(u.text, headings=False)
+        u.tokens, u.spans = [fold.get(t, t) for t in stems(u.text)], _spans(u.text, headings=False)
     by_chunk = {cid: u for u in units for cid in u.chunk_ids}
     rank: dict[int, float] = {}
     for hits in searches:
@@ -198,7 +210,7 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
                 continue
             seen.add(id(u))
             rank[id(u)] = rank.get(id(u), 0.0) + _rank_score(r) / len(searches)
-    prof = _Profile(kind, query, units)
+    prof = _Profile(kind, query, units, fold)
     slot = kind.answer if kind is not None and kind.answer != "clause" else ""
     for u in units:
         word, filled, quote = _best_sentences(u, prof, slot)
@@ -219,14 +231,26 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
     units.sort(key=lambda u: (-u.score, u.position))
     if kind is not None:
         agreements = frozenset()
-    elif agreements is None:
-        agreements = _agreements(kbt, docs)
     if kind is None and query.strip():
         _dense(kbt.embedder, query, [u for u in units if u.doc_id in agreements][:DENSE_TOP])
         units.sort(key=lambda u: (-u.score, u.position))
     for u in units[:k]:  # the pick is measured for a question of no known kind about an agreement (step 5)
         u.answer_quote = u.quote if u.doc_id in agreements else ""
     return units[:k]
+
+
+@lru_cache(maxsize=1)
+def synonym_folds() -> dict[str, str]:
+    """stem -> its group's stem, for the single words of ``vocabulary.yaml contract_synonyms`` (read once: the file
+    is code-side data)."""
+    out: dict[str, str] = {}
+    for group in word_lists("contract_synonyms").values():
+        words = [stems(w) for w in group]
+        head = next((w[0] for w in words if w), None)
+        for w in words:
+            if len(w) == 1 and head is not None:
+                out.setdefault(w[0], head)
+    return out
 
 
 def _agreements(kbt, docs: list[str]) -> frozenset[str]:
