@@ -16,15 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from app.agent.text import content_words
-from app.agent.vocabulary import phrase_pattern, word_lists
+from app.agent.vocabulary import asks_yes_no, phrase_pattern, word_lists
 
 log = logging.getLogger(__name__)
 
 ANSWER_KINDS = ("clause", "figure", "comparison", "list", "yes_no", "summary", "text")
 FIGURE_ASKS = ("amount", "percent", "count")
 MAX_AGREEMENTS = 64  # agreements the frame keeps for later nodes (every checkpoint holds it; past it the finder reads)
-YES_NO_LEADS = ("is", "are", "does", "do", "can", "may", "shall", "will", "has", "have", "was", "were", "did",
-                "must", "could", "should", "would")
 
 
 @dataclass
@@ -77,7 +75,6 @@ def wants_long(question: str) -> bool:
 
 
 def _answer_kind(question: str, ask: str, clause_kind: str | None, long: bool, comparison: bool) -> str:
-    first = (question.strip().split() or [""])[0].lower()
     if long:
         return "summary"
     if clause_kind:
@@ -88,7 +85,7 @@ def _answer_kind(question: str, ask: str, clause_kind: str | None, long: bool, c
         return "figure"
     if ask == "list":
         return "list"
-    if first in YES_NO_LEADS:
+    if asks_yes_no(question):
         return "yes_no"
     return "text"
 
