@@ -105,7 +105,7 @@ TYPES: tuple[ClauseType, ...] = (
        r"until", r"period of", r"commenc", r"\(\d+\) (year|month)s?"),
       ("term", "duration", "term and termination"),
       "the term of this agreement shall commence on the effective date and continue in force for a period of years until it expires",
-      "duration", strong=(r"(this agreement|the term|initial term|term hereof)[^.;]{0,80}(continue|remain in (full )?(force|effect)|expire|end|terminate|be for|shall be|commence)[^.;]{0,100}(\d|one|two|three|four|five|six|seven|eight|nine|ten|twelve|until|anniversary|perpetu|indefinite)",
+      "duration", strong=(r"(this agreement|the term|initial term|term hereof)[^.;]{0,80}(continue|remains? in (full )?(force|effect)|expire|end|terminate|be for|shall be|commence)[^.;]{0,100}(\d|one|two|three|four|five|six|seven|eight|nine|ten|twelve|until|anniversary|perpetu|indefinite)",
                           r"(expire|expiration|terminate|end)s?[^.;]{0,20} on [^.;]{0,40}\d{4}",
                           r"term of (this agreement|the agreement)[^.;]{0,40}(is|shall be|will be)[^.;]{0,60}(years?|months?)")),
     C("license grant",

@@ -343,6 +343,11 @@ def test_ways_of_a_kind_that_exclude_each_other_are_data():
     kind = kind_from_dict({"name": "payment method", "description": "How fees are paid.", "wordings": ["pays by"],
                            "alternatives": [["wire transfer"], ["cheque", "check"]]}, source="playbook")
     assert kind.other_way("Is payment by wire transfer?", "Customer pays by cheque.") == ("wire transfer", "cheque")
+    notice = built_in().get("notice period")  # phrases whole: "for cause" is not "without cause"
+    convenience = "Either party may terminate this Agreement for convenience by giving sixty (60) days' notice."
+    assert notice.other_way("What notice is needed to terminate for cause?", convenience) == ("for cause",
+                                                                                              "for convenience")
+    assert notice.other_way("What notice is needed to terminate without cause?", convenience) is None
     assert kind_from_dict(kind.to_dict()).alternatives == kind.alternatives
 
 

@@ -122,3 +122,20 @@ def test_the_bi_plan_reads_only_the_documents_the_question_names(sample_service)
     names = {d.id: d.filename for d in kbt.list_documents()}
     assert [names[d] for d in frame.doc_ids] == [MSA]
     assert not frame.bi_planned and frame.bi_reason == "no table in the documents in scope", frame.bi_reason
+
+
+def test_the_notice_for_termination_for_cause_is_not_the_notice_for_convenience(sample_service):
+    """The MSA gives 60 days' notice for convenience (12.2) and lets a party terminate at once for an uncured
+    material breach (12.3). "What is the notice period for termination for cause?" was answered supported with
+    the 60 days of 12.2 (the notice period kind's ways, data: for convenience or for cause)."""
+    a = sample_service.ask(TENANT, "What is the notice period for termination for cause?")
+    assert not (a.supported and "sixty (60) days" in a.answer), a.answer
+    assert "12.3 Termination for Cause" in a.answer, a.answer
+
+
+def test_when_an_agreement_that_remains_in_force_for_years_expires(sample_service):
+    """The NDA "remains in force for three (3) years": "When does the NDA expire?" was "not found", the term
+    wording having read "remain in force" only, not "remains"."""
+    a = sample_service.ask(TENANT, "When does the NDA expire?")
+    assert a.supported, a.answer
+    assert _cited_files(a) == {NDA} and any("three (3) years" in c.quote for c in a.citations), a.answer

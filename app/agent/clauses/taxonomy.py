@@ -116,17 +116,21 @@ class ClauseKind:
     def other_way(self, question: str, text: str) -> tuple[str, str] | None:
         """(the way the question names, another way ``text`` states) where the kind's ``alternatives`` exclude
         each other and ``text`` states only another than the one asked ("where will disputes be arbitrated?" of
-        "the courts of New York have exclusive jurisdiction"), else None."""
+        "the courts of New York have exclusive jurisdiction"), else None. Phrases are matched whole, small words
+        too: "for cause" is not "without cause"."""
         if not self.alternatives:
             return None
-        q, t = set(stems(question)), set(stems(text))
-        ways = [[(w, set(stems(w))) for w in group] for group in self.alternatives]
-        asked = [i for i, g in enumerate(ways) if any(s and s <= q for _w, s in g)]
-        stated = [i for i, g in enumerate(ways) if any(s and s <= t for _w, s in g)]
-        if len(asked) != 1 or asked[0] in stated or not stated:
+        asked = [i for i, ways in enumerate(self._ways) if ways.search(question)]
+        stated = [i for i, ways in enumerate(self._ways) if ways.search(text)]
+        if len(asked) != 1 or not stated or asked[0] in stated:
             return None
-        name = next(w for w, s in ways[asked[0]] if s and s <= q)
-        return name, next(w for w, s in ways[stated[0]] if s and s <= t)
+        return self.alternatives[asked[0]][0], self.alternatives[stated[0]][0]  # each way by its first phrase
+
+    @cached_property
+    def _ways(self) -> list:
+        from app.agent.vocabulary import phrase_regex
+
+        return [phrase_regex(way, plural=True) for way in self.alternatives]
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "description": self.description, "wordings": list(self.wordings),
@@ -259,7 +263,9 @@ class Taxonomy:
         return Taxonomy([*self.kinds.values(), *extra])
 
     def match_scores(self, question: str) -> list[tuple[float, ClauseKind]]:
-        """(score, kind) for every kind a phrase of which the question contains, best first."""
+        """(score, kind) for every kind a phrase of which the question contains, best first; of kinds named by
+        phrases as long, the one that explains more of the question ("how long do confidentiality obligations
+        last?" is about confidentiality, not the term the word "last" names)."""
         q = stems(question)
         out = []
         for kind in self.kinds.values():
@@ -267,7 +273,7 @@ class Taxonomy:
             if found:  # the longest phrase; more phrases of the kind break a tie
                 best = max(found) + 0.1 * (len(found) - 1)
                 out.append((best + (0.5 if kind.source == "playbook" else 0.0), kind))
-        return sorted(out, key=lambda x: -x[0])
+        return sorted(out, key=lambda x: (-x[0], -x[1].fit(question)))
 
     def named_besides(self, kind: ClauseKind, question: str) -> set[str]:
         """The question's words that ``kind`` does not explain and that name another kind ("renewal" in "what
