@@ -139,7 +139,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
 
 def _time_words() -> set[str]:
     """The words by which a row or column states a year, a date or a duration (vocabulary.yaml ``asked_heads``)."""
-    return {w for heads in asked_heads().values() for w in heads} | {"month", "months", "days"}
+    return {w for heads in asked_heads().values() for w in heads}
 
 
 NAME_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence: a name
