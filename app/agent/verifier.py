@@ -33,7 +33,9 @@ hold ("what is the warranty period?" answered by the term clause), a span from a
 kind that explains half of the question or less whose span states less than half of the rest ("what exceptions apply
 to the non-compete?" answered by the non-compete clause itself; "can confidential information be shared with
 affiliates?" by the definition of confidential information), a question that also names another kind ("terminate
-renewal" read as the notice period) whose span does not speak of it, a BI program that does not compute the
+renewal" read as the notice period) whose span does not speak of it, a clause that states only another of its
+kind's ways than the one a question (not a yes/no one) names (``ClauseKind.alternatives``: "where will disputes be
+arbitrated?" answered by a courts clause), a BI program that does not compute the
 operation asked ("the change in the average" answered by an average), a date another sentence of the contract
 contradicts when the question speaks of how the contract states it ("become effective": ``clauses.restated``), a
 clause span that says the question's words only where it refers back to them ("the license granted under this

@@ -10,7 +10,9 @@
    - its best search rank,
    - wording similarity: how much of one of the kind's wordings (or the question's own words) a single
      sentence of the unit states, and how much of the kind's vocabulary the unit carries (IDF-weighted over
-     the units of the documents read, BM25 length-saturated),
+     the units of the documents read, BM25 length-saturated); a question of no known kind about agreements
+     reads a unit's word of a synonym group as the question's word of that group (``synonym_folds``, data:
+     ``vocabulary.yaml contract_synonyms``), each weighed by its own rarity,
    - heading match: the kind's name, synonyms or heading words (else the question's words) in the unit's
      heading path or first line,
    - the answer slot (data: a date, a duration, an amount, a jurisdiction, the parties) stated in a sentence
