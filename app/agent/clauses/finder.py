@@ -88,7 +88,7 @@ class _Profile:
         self.phrases = [p for p in self.phrases if p]
         n = len(units) or 1
         # a word's rarity is its own (with ``fold``, "payment" is not as common as all the fee words together)
-        df = Counter(t for u in units for t in set(stems(u.text) if self.fold else u.tokens))
+        df = Counter(t for u in units for t in set(u.tokens))
         self.idf = {t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in self.vocab}
         for p in self.phrases + self.heads:
             for t in p:
@@ -108,7 +108,7 @@ class _Profile:
 
     def lexical(self, unit: Unit) -> float:
         """BM25 of the unit for the vocabulary, over the vocabulary's total IDF (0..1)."""
-        tf = Counter(unit.tokens)
+        tf = Counter(self.fold.get(t, t) for t in unit.tokens) if self.fold else Counter(unit.tokens)
         norm = 1.2 * (0.25 + 0.75 * len(unit.tokens) / (self.avg_len or 1.0))
         got = sum(self.idf[t] * tf[t] / (tf[t] + norm) for t in self.vocab if tf.get(t))
         total = self.weight(self.vocab)
@@ -201,7 +201,7 @@ def find_units(kbt, query: str, kind: Optional[ClauseKind] = None, doc_ids: Opti
     # a question of no known kind about agreements only: contract words in other words count as its words
     fold = synonym_folds() if kind is None and agreements is not None and set(docs) <= agreements else {}
     for u in units:
-        u.tokens, u.spans = [fold.get(t, t) for t in stems(u.text)], _spans(u.text, headings=False)
+        u.tokens, u.spans = stems(u.text), _spans(u.text, headings=False)  # its own words (the profile folds)
     by_chunk = {cid: u for u in units for cid in u.chunk_ids}
     rank: dict[int, float] = {}
     for hits in searches:
