@@ -24,7 +24,7 @@ from typing import Optional
 from app.agent.bi.count import scale_unknown
 from app.agent.bi.ground import FOOTNOTE, TOTAL_WORDS, expanded_words
 from app.agent.bi.question import WHICH, ParsedQuestion, entity_text, names_percent, operations_asked
-from app.agent.text import content_words
+from app.agent.text import WORD, content_words
 from app.agent.text_spans import asked_heads
 from app.agent.vocabulary import phrase_regex, row_kinds, vocabulary, word_lists
 
@@ -122,7 +122,7 @@ def grounding_doubts(view, pq: ParsedQuestion, matches: list, prog) -> list[str]
         if not every:
             doubts.append("the question names no period; the newest column was taken")
     if pq.asks_for and prog.op not in ("max", "min", "count") and not _time_words() & set(
-            re.findall(r"[a-z]+", " ".join(t for o in prog.operands for t in (o.row.text, o.col.title)).lower())):
+            WORD.findall(" ".join(t for o in prog.operands for t in (o.row.text, o.col.title)).lower())):
         doubts.append(f"the question asks for a {pq.asks_for.rstrip('s')}, which the rows and columns used do not"
                       " state")  # "the last fiscal year of expiration" read from the "Amount" column
     if prog.op == "count" and scale_unknown(pq.text, f"{getattr(view.info, 'scale', '') or ''} {view.unit or ''}"):
