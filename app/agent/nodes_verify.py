@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from app import prompts
 from app.agent.calibration import load_calibration
-from app.agent.clause_types import flat
 from app.agent.frame import QuestionFrame
 from app.agent.state import AgentDeps, AgentState
+from app.agent.text import flat
 from app.agent.verifier import judge
 from app.agent.verify import FIGURE
+from app.agent.vocabulary import asks_yes_no
 
 RELATED = 3
 
@@ -83,6 +84,17 @@ def read_off(best: dict, judged: list[dict], multi: bool = False) -> dict | None
     return None
 
 
+def _no_other_way(frame, kind, best: dict) -> str:
+    """The answer, led by "No" where a yes-or-no question names one way of a clause ("are disputes arbitrated?")
+    and the cited clause provides only for another (the courts): the kind's ``alternatives``, data."""
+    answer = best.get("answer") or ""
+    if kind is None or frame is None or not asks_yes_no(frame.query):
+        return answer
+    quoted = " ".join(c.get("quote") or "" for c in best.get("citations") or [])
+    other = kind.other_way(frame.query, quoted) if quoted else None
+    return f"No: the cited clause provides for {other[1]}, not {other[0]}.\n{answer}" if other else answer
+
+
 def make_verify_node(deps: AgentDeps):
     def verify(state: AgentState) -> dict:
         frame = QuestionFrame.from_state(state.get("frame"))
@@ -116,6 +128,7 @@ def make_verify_node(deps: AgentDeps):
             if span is not None:  # the figure asked, read off the verified sentence: the span answers, it cites
                 out["verdict"]["reasons"] = list(verdict.reasons) + ["the answer is read off the verified sentence"]
                 best = dict(best, answer=span["answer"])
+            best = dict(best, answer=_no_other_way(frame, kind, best))
             out.update(answer=best["answer"], citations=best.get("citations") or [], supported=True, related=[])
             return out
         # not supported: what was found is stated as such, its passages related (citations are support only)

@@ -104,6 +104,15 @@ def test_a_question_about_arbitration_is_not_answered_supported_by_the_courts_cl
     assert "courts located in New York County" in a.answer and "arbitration" in a.answer, a.answer
 
 
+def test_a_yes_or_no_question_naming_another_way_is_answered_no_by_the_clause_that_provides_for_the_other(
+        sample_service):
+    """"Are disputes under the MSA arbitrated?" was answered supported with the courts clause alone, as if quoting
+    it said yes; the answer now says no first, and why (the kind's alternatives, data)."""
+    a = sample_service.ask(TENANT, "Are disputes under the MSA arbitrated?")
+    assert a.supported and a.answer.startswith("No: the cited clause provides for courts, not arbitration."), a.answer
+    assert any("courts located in New York County" in c.quote for c in a.citations), a.citations
+
+
 def test_a_sub_clause_quoted_from_a_whole_section_is_cited_with_its_own_number(sample_service):
     """Section 12 is read as one unit (12.1 to 12.4); the quote from 12.2 was cited as "section 12.1 Term"."""
     a = sample_service.ask(TENANT, "How much notice is needed to terminate the MSA for convenience?")
