@@ -71,7 +71,7 @@ def make_long_node(deps: AgentDeps):
         scope = scope_mod.Scope(doc_ids, frame.query, "", {})
         hits = [passage_dict(p) for p in find_passages(deps.kb, state["tenant"], frame.query, k=5,
                                                          doc_ids=doc_ids, scope=scope, kind=kind.name)]
-        out = extractive_answer(kind.name, frame.query, hits) or not_found(frame.query, kind.name, hits)
+        out = extractive_answer(kind, frame.query, hits) or not_found(frame.query, kind, hits)
         return {**out, "route": "long", "dossier_docs": doc_ids, "passages": passages, "clause_type": kind.name}
 
     def read_long(state: AgentState, config: RunnableConfig) -> dict:

@@ -17,7 +17,7 @@ import re
 from langchain_core.runnables import RunnableConfig
 
 from app import prompts
-from app.agent import clause_types, scope as scope_mod
+from app.agent import scope as scope_mod
 from app.agent.clause_search import find_passages
 from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.restated import asked_phrases, contradiction, statements
@@ -63,17 +63,16 @@ def make_rag_nodes(deps: AgentDeps):
     def answer_rag(state: AgentState, config: RunnableConfig) -> dict:
         """Candidates, best first by the route's own ranking; the verify node decides which stands."""
         question, ctype = state.get("search_query") or state["question"], state.get("clause_type")
+        kind = taxonomy_for(deps.kb, state["tenant"]).get(ctype) if ctype else None
         graded, passages = state.get("graded") or [], state.get("passages") or []
         cands: list[dict] = []
         if asks_subject(state["question"]):  # "the key agenda of the 8-K": its first reporting item
             found = subject_answer(_whole_document(deps, state, passages))
             if found:
                 cands.append(as_candidate(found, "rag", "text", read="document"))  # not a search's ranking
-        if ctype is not None:  # a contract clause: the clause's own sentence(s)
-            kind = taxonomy_for(deps.kb, state["tenant"]).get(ctype)
+        if kind is not None:  # a contract clause: the clause's own sentence(s)
             stated = _stated_elsewhere(deps, state, kind, graded[:ANSWER_PASSAGES])
-            cands += clause_candidates(ctype, question, graded[:ANSWER_PASSAGES], slot=kind.answer if kind else "",
-                                       stated=stated)
+            cands += clause_candidates(kind, question, graded[:ANSWER_PASSAGES], stated=stated)
         # the sentence that states it and the span read off it; a question of a clause type gets a figure at most
         ranked = graded + [p for p in passages if p not in graded]
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
@@ -92,7 +91,7 @@ def make_rag_nodes(deps: AgentDeps):
                 cands.append(as_candidate(drafted, "rag", "model", rank=len(cands)))
         # a question of no known kind: the best sentence of each unit the finder read for its own words, as many
         # as a kind's clause candidates come from, each weighed by the verifier
-        cands += passage_candidates(question, ctype, passages[:RELATED if ctype else ANSWER_PASSAGES], start=len(cands))
+        cands += passage_candidates(question, kind, passages[:RELATED if ctype else ANSWER_PASSAGES], start=len(cands))
         return {"candidates": cands}
 
     return retrieve, grade, answer_rag
@@ -135,17 +134,17 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
     return {"answer": draft, "citations": cites, "supported": ok, "related": []}
 
 
-def clause_candidates(ctype: str, question: str, passages: list[dict], per_passage: int = 2,
-                      slot: str = "", stated: list[tuple[str, str]] | None = None) -> list[dict]:
+def clause_candidates(kind, question: str, passages: list[dict], per_passage: int = 2,
+                      stated: list[tuple[str, str]] | None = None) -> list[dict]:
     """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature.
-    ``slot``: what the kind's answer states (the taxonomy's ``answer``), read off the quote as a lead-in.
-    ``stated``: the contract's statements of the value asked (``_stated_elsewhere``): a date one of them
+    ``kind``: the taxonomy's ``ClauseKind`` asked about (None: none); what its answer states (``answer``) is
+    read off the quote as a lead-in. ``stated``: the contract's statements of the value asked
+    (``_stated_elsewhere``): a date one of them
     contradicts is marked ``contradicted`` (a hard gate of the verifier)."""
-    ct = clause_types.BY_NAME.get(ctype)
-    slot = slot or (ct.slot if ct is not None else "")
+    slot = kind.slot if kind is not None else ""
     qwords, out = content_words(question), []
     for p in passages:
-        quotes = candidate_quotes(p["text"], ct, qwords, top=per_passage)
+        quotes = candidate_quotes(p["text"], kind, qwords, top=per_passage)
         # a value the contract defines (its "Effective Date"): the definition of the term asked about; a clause
         # ("what happens on a change of control?") is the operative clause, not the term's definition
         defining = defining_sentence(question, p["text"]) if slot not in ("", "clause") else ""
@@ -154,7 +153,7 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
         for quote in quotes:
             when = start_date(quote) if slot == "date" else ""  # read once: the lead-in and the gate
             lead = lead_in(slot, quote, when)
-            ok, _why = verify(ctype, question, lead, [quote])
+            ok, _why = verify(kind, question, lead, [quote])
             ok = ok or quote == defining  # the contract's own definition of the term asked about
             cite = citation(p, quote)
             more = {}
@@ -167,16 +166,15 @@ def clause_candidates(ctype: str, question: str, passages: list[dict], per_passa
     return out
 
 
-def passage_candidates(question: str, ctype: str | None, passages: list[dict], start: int = 0) -> list[dict]:
+def passage_candidates(question: str, kind, passages: list[dict], start: int = 0) -> list[dict]:
     """The best sentence(s) of each of the top passages: what was found when nothing else was. For a question
     of no known kind, an agreement's unit carries the clause finder's pick (``quote``: the sentence that best
     states the question's own words, weighed over the units read); every other passage is read here."""
-    ct = clause_types.BY_NAME.get(ctype) if ctype else None
     qwords, out = content_words(question), []
     for p in passages:
         picked = p.get("quote") or ""
         picked = picked if picked and picked in p["text"] else ""
-        quotes = [picked] if picked else candidate_quotes(p["text"], ct, qwords, top=1, min_score=-1.0)
+        quotes = [picked] if picked else candidate_quotes(p["text"], kind, qwords, top=1, min_score=-1.0)
         if quotes:
             cite = citation(p, quotes[0])
             out.append(as_candidate({"answer": format_answer("", cite), "citations": [cite], "supported": False},
@@ -184,14 +182,14 @@ def passage_candidates(question: str, ctype: str | None, passages: list[dict], s
     return out
 
 
-def extractive_answer(ctype: str | None, question: str, passages: list[dict]) -> dict | None:
-    """The first quote (passages best first) that the verifier accepts, as the answer; None if none does."""
-    ct = clause_types.BY_NAME.get(ctype) if ctype else None
+def extractive_answer(kind, question: str, passages: list[dict]) -> dict | None:
+    """The first quote (passages best first) that the verifier accepts, as the answer; None if none does.
+    ``kind``: the taxonomy's ``ClauseKind`` asked about, or None."""
     qwords = content_words(question)
     for p in passages:
-        for quote in candidate_quotes(p["text"], ct, qwords):
-            lead = lead_in(ct.slot if ct is not None else "", quote)
-            ok, _why = verify(ctype, question, lead, [quote])
+        for quote in candidate_quotes(p["text"], kind, qwords):
+            lead = lead_in(kind.slot if kind is not None else "", quote)
+            ok, _why = verify(kind, question, lead, [quote])
             if ok:
                 cite = citation(p, quote)
                 return {"answer": format_answer(lead, cite), "citations": [cite], "supported": True, "related": []}
@@ -227,12 +225,11 @@ def format_answer(lead: str, cite: dict) -> str:
     return f"{head}{where(cite)}:\n\u201c{cite['quote']}\u201d"
 
 
-def not_found(question: str, ctype: str | None, passages: list[dict], route: str = "rag") -> dict:
+def not_found(question: str, kind, passages: list[dict], route: str = "rag") -> dict:
     """The documents do not state it: no citations; the nearest passages listed as related, not as support."""
-    ct = clause_types.BY_NAME.get(ctype) if ctype else None
     qwords, related = content_words(question), []
     for p in passages[:RELATED]:
-        quotes = candidate_quotes(p["text"], ct, qwords, top=1, min_score=-1.0)
+        quotes = candidate_quotes(p["text"], kind, qwords, top=1, min_score=-1.0)
         if quotes:
             related.append(citation(p, quotes[0]))
     answer = prompts.NO_SUPPORT

@@ -6,9 +6,6 @@ heading alone.
 """
 from __future__ import annotations
 
-import re
-
-from app.agent.clause_types import ClauseType, flat
 from app.agent.text import content_words, heading_like
 from ingest.sentences import sentence_spans
 
@@ -36,27 +33,29 @@ def quote_spans(text: str, headings: bool = True) -> list[tuple[int, int]]:
     return out
 
 
-def sentence_score(sentence: str, ctype: ClauseType | None, qwords: set[str]) -> float:
+def sentence_score(sentence: str, kind, qwords: set[str]) -> float:
+    """The share of the question's words ``sentence`` uses and, for a clause ``kind`` (a taxonomy
+    ``ClauseKind``), how much it reads like the clause, one more where it states it."""
     words = content_words(sentence)
     score = len(words & qwords) / (len(qwords) or 1)
-    if ctype is not None:
-        score += ctype.text_score(sentence)
-        if ctype.strong and any(re.search(w, flat(sentence).lower()) for w in ctype.strong):
+    if kind is not None:
+        score += kind.cue_score(sentence)
+        if kind.states and kind.states_clause(sentence):
             score += 1.0
     return score
 
 
-def candidate_quotes(text: str, ctype: ClauseType | None, question_words: set[str], top: int = 3,
+def candidate_quotes(text: str, kind, question_words: set[str], top: int = 3,
                      min_score: float = 0.0) -> list[str]:
     """The best sentence windows of ``text`` (one sentence, or two when they score better together), best first."""
     spans = quote_spans(text)
     scored = []
     for i, (a, b) in enumerate(spans):
-        s = sentence_score(text[a:b], ctype, question_words)
+        s = sentence_score(text[a:b], kind, question_words)
         scored.append((s, i, a, b))
         if i + 1 < len(spans):
             a2, b2 = a, spans[i + 1][1]
-            s2 = sentence_score(text[a2:b2], ctype, question_words)
+            s2 = sentence_score(text[a2:b2], kind, question_words)
             if s2 > s + 0.5 and b2 - a2 <= MAX_QUOTE:
                 scored.append((s2 - 0.25, i, a2, b2))
     scored.sort(key=lambda x: (-x[0], x[1]))

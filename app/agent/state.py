@@ -20,7 +20,7 @@ class AgentState(TypedDict, total=False):
     citations: list[dict]
     related: list[dict]  # nearest passages when nothing verified (shown as related, never as support)
     search_query: str  # the question with the document names taken out (app.agent.scope)
-    clause_type: Optional[str]  # app.agent.clause_types name the question asks about, if any
+    clause_type: Optional[str]  # the taxonomy's clause kind (its name) the question asks about, if any
     supported: bool
     sql: Optional[str]
     columns: Optional[list[str]]

@@ -29,6 +29,11 @@ def stem(word: str) -> str:
 GENERIC = {stem(w) for w in word_lists("generic_words", ("document_words",))["document_words"]}
 
 
+def flat(text: str) -> str:
+    """Whitespace folded to single spaces (PDF text has line breaks and no-break spaces mid-phrase)."""
+    return re.sub(r"\s+", " ", text)
+
+
 def content_words(text: str, drop_generic: bool = True) -> set[str]:
     out = set()
     for w in WORD.findall(text.lower()):

@@ -57,10 +57,10 @@ import numpy as np
 
 from app.agent.bi.question import operation_unmet, operations_unstated
 from app.agent.calibration import Calibrations, candidate_kind, load_calibration
-from app.agent.clause_types import flat
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.references import referred_only
 from app.agent.clauses.taxonomy import asked_words, stems
+from app.agent.text import flat
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
 from app.agent.verify import DATE, answer_in_span, has_slot

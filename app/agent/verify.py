@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 
-from app.agent.clause_types import BY_NAME, DEFINITION, ClauseType, flat
-from app.agent.text import content_words
+from app.agent.text import content_words, flat
 from app.agent.text_terms import key_words
 from app.agent.vocabulary import phrase_pattern, word_lists
 
@@ -62,6 +61,9 @@ def own_dates(text: str) -> list[str]:
         if not _OTHER_DOC_BEFORE.search(text[max(0, cue - 120):cue]):
             out.append(m.group("date"))
     return out
+# a definition ("Change of Control" means ...) names a clause kind without being the clause
+DEFINITION = re.compile(r"^\W*(\(?[a-z0-9]{1,4}[.)]\s*)?[\"“][^\"”]{1,60}[\"”]\s*(shall )?"
+                        r"(mean|means|has the meaning|refers)\b", re.I)
 FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)+\b")  # two+ capitalised words: a name
 
@@ -105,36 +107,33 @@ def has_slot(slot: str, span: str) -> bool:
     return True
 
 
-def span_answers(ctype: ClauseType | None, question: str, span: str) -> tuple[bool, str]:
-    """(accepted, reason): does ``span`` contain what the question asks for?"""
+def span_answers(kind, question: str, span: str) -> tuple[bool, str]:
+    """(accepted, reason): does ``span`` state the clause of ``kind`` (a taxonomy ``ClauseKind``) and what its
+    answer must state? A question of no known kind (None) must share its content words with the span."""
     if not span.strip():
         return False, "empty span"
-    if ctype is None:
-        q = content_words(question)
-        shared = q & content_words(span)
-        need = 1 if len(q) <= 2 else 2
-        return (len(shared) >= need, f"{len(shared)} of the question's content words")
+    if kind is None:
+        return _shares_words(question, span)
     span = flat(span)
-    text = span.lower()
     body = HEADING_LEAD.sub("", span, count=1)
-    if ctype.slot not in ("parties", "date") and DEFINITION.search(body):
+    if kind.slot not in ("parties", "date") and DEFINITION.search(body):
         return False, "a definition, not the clause"
-    if ctype.reject and any(re.search(w, text) for w in ctype.reject):
-        return False, f"not a {ctype.name} clause"
-    if ctype.strong and not any(re.search(w, text) for w in ctype.strong):
-        if ctype.slot in ("date", "parties") and has_slot(ctype.slot, span):
-            pass  # the opening of a contract states its date and parties in many ways
-        else:
-            return False, f"no {ctype.name} wording"
-    if not has_slot(ctype.slot, span):
-        return False, f"no {ctype.slot} stated"
-    if ctype.name == "governing law" and not re.search(r"govern|constru|interpret|applicable law|shall apply", text):
-        return False, "no governing wording"
-    if ctype.name == "cap on liability" and not re.search(r"liab", text):
-        return False, "no liability wording"
-    if ctype.name == "anti-assignment" and not re.search(r"assign|transfer", text):
-        return False, "no assignment wording"
+    if not kind.states:  # a kind that says not how a clause states it (a playbook's): the question's words
+        ok, why = _shares_words(question, span)
+        if not ok or not kind.states_clause(span):  # what it says is not this clause still counts
+            return False, why if not ok else f"not a {kind.name} clause"
+    elif not kind.states_clause(span) and not (kind.slot in ("date", "parties") and has_slot(kind.slot, span)):
+        return False, f"no {kind.name} wording"  # the opening of a contract states its date and parties many ways
+    if not has_slot(kind.slot, span):
+        return False, f"no {kind.slot} stated"
     return True, "ok"
+
+
+def _shares_words(question: str, span: str) -> tuple[bool, str]:
+    q = content_words(question)
+    shared = q & content_words(span)
+    need = 1 if len(q) <= 2 else 2
+    return len(shared) >= need, f"{len(shared)} of the question's content words"
 
 
 def answer_in_span(answer: str, spans: list[str]) -> tuple[bool, list[str]]:
@@ -146,12 +145,12 @@ def answer_in_span(answer: str, spans: list[str]) -> tuple[bool, list[str]]:
     return not missing, missing
 
 
-def verify(ctype_name: str | None, question: str, answer: str, spans: list[str], lead_in: str = "") -> tuple[bool, str]:
-    """The verdict on an answer resting on ``spans`` (quotes verbatim from the documents)."""
-    ctype = BY_NAME.get(ctype_name) if ctype_name else None
+def verify(kind, question: str, answer: str, spans: list[str]) -> tuple[bool, str]:
+    """The verdict on an answer resting on ``spans`` (quotes verbatim from the documents); ``kind``: the
+    taxonomy's ``ClauseKind`` the question asks about, or None."""
     if not spans:
         return False, "no cited span"
-    ok, why = span_answers(ctype, question, " ".join(spans))
+    ok, why = span_answers(kind, question, " ".join(spans))
     if not ok:
         return False, why
     ok, missing = answer_in_span(answer, spans)

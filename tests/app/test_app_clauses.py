@@ -140,15 +140,20 @@ def test_a_clause_the_contract_lacks_is_not_stated_and_the_notice_clause_is_only
 
 
 def test_verifier_rejects_a_span_of_the_wrong_type():
+    from app.agent.clauses.taxonomy import built_in
     from app.agent.verify import verify
 
     notice = SERVICES[-1][0]
     law = SUPPLY[-1][0]
-    assert not verify("governing law", "what is the governing law?", "", [notice])[0]
-    assert verify("governing law", "what is the governing law?", "Governing law: Commonwealth of Massachusetts.", [law])[0]
+    kinds = built_in()
+    assert not verify(kinds.get("governing law"), "what is the governing law?", "", [notice])[0]
+    assert verify(kinds.get("governing law"), "what is the governing law?",
+                  "Governing law: Commonwealth of Massachusetts.", [law])[0]
     # a figure or a name the span does not state is rejected
-    assert not verify("governing law", "what is the governing law?", "Governing law: State of New York.", [law])[0]
-    assert not verify("expiration date", "how long is the term?", "", ["This Agreement may be signed in counterparts."])[0]
+    assert not verify(kinds.get("governing law"), "what is the governing law?", "Governing law: State of New York.",
+                      [law])[0]
+    assert not verify(kinds.get("expiration date"), "how long is the term?", "",
+                      ["This Agreement may be signed in counterparts."])[0]
 
 
 def test_stream_sends_only_the_final_answer(service):

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import re
 
-from app.agent.clause_types import flat
 from app.agent.clauses.definitions import CROSS_REFERENCE, defined_at
 from app.agent.clauses.taxonomy import ClauseKind, stems
-from app.agent.text import sentences
+from app.agent.text import flat, sentences
 from app.agent.verify import DATE, start_date
 from app.agent.vocabulary import phrase_pattern, word_lists
 

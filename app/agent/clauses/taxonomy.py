@@ -24,6 +24,7 @@ from typing import Iterable, Optional
 
 import yaml
 
+from app.agent.clauses.connectors import ConnectorError, compile_expression, sentences
 from app.agent.text import STOPWORDS, stem
 
 DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "clause_kinds.yaml"
@@ -73,6 +74,9 @@ class ClauseKind:
     # ways of the clause that exclude each other (arbitration, or the courts): a question that names one is not
     # answered by a clause that provides for another
     alternatives: tuple[tuple[str, ...], ...] = field(default=())
+    # how an answering span states the clause, and what says a span is not it (terms and connectors: connectors.py)
+    states: tuple[str, ...] = field(default=())
+    not_this: tuple[str, ...] = field(default=())
 
     @property
     def slot(self) -> str:  # the name the verifier reads
@@ -126,6 +130,40 @@ class ClauseKind:
             return None
         return self.alternatives[asked[0]][0], self.alternatives[stated[0]][0]  # each way by its first phrase
 
+    def states_clause(self, text: str) -> bool:
+        """Whether ``text`` has a sentence that states this clause: one of ``states`` matches it (any sentence
+        where the kind gives none) and none of ``not_this`` ("no license is granted" is no license grant)."""
+        return any(self._states_in(ws) for ws in sentences(text))
+
+    def _states_in(self, ws: list[str]) -> bool:
+        if any(e.matches(ws) for e in self._not_this):
+            return False
+        return not self._states or any(e.matches(ws) for e in self._states)
+
+    def cue_score(self, text: str) -> float:
+        """0..3: how much ``text`` reads like this clause: the distinct content words of the kind's wordings it
+        uses, each ``states`` expression that matches counting two more (four make the most); 0 for a text that
+        says it is not this clause."""
+        split = sentences(text)
+        if self._not_this and any(e.matches(ws) for ws in split for e in self._not_this) \
+                and not any(self._states_in(ws) for ws in split):
+            return 0.0
+        hits = len(set(stems(text)) & self._cues)
+        hits += 2.0 * sum(1 for e in self._states if any(e.matches(ws) for ws in split))
+        return min(hits, 4.0) / 4.0 * 3.0
+
+    @cached_property
+    def _states(self) -> tuple:
+        return tuple(compile_expression(e) for e in self.states)
+
+    @cached_property
+    def _not_this(self) -> tuple:
+        return tuple(compile_expression(e) for e in self.not_this)
+
+    @cached_property
+    def _cues(self) -> frozenset[str]:
+        return frozenset(stems(" ".join(self.wordings)))
+
     @cached_property
     def _ways(self) -> list:
         from app.agent.vocabulary import phrase_regex
@@ -141,6 +179,9 @@ class ClauseKind:
             d["stated_by"] = list(self.stated_by)
         if self.alternatives:
             d["alternatives"] = [list(g) for g in self.alternatives]
+        for key in ("states", "not_this"):
+            if getattr(self, key):
+                d[key] = list(getattr(self, key))
         return d
 
 
@@ -167,7 +208,7 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
     if not isinstance(entry, dict):
         raise TaxonomyError(f"{where}: expected a mapping with name, description, wordings, headings, answer")
     unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms", "stated_by",
-                            "alternatives"}
+                            "alternatives", "states", "not_this"}
     if unknown:
         raise TaxonomyError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     name = entry.get("name")
@@ -192,7 +233,19 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
                       headings=_strings(entry, "headings", where, False),
                       answer=answer, synonyms=_strings(entry, "synonyms", where, False), source=source,
                       stated_by=_strings(entry, "stated_by", where, False),
-                      alternatives=_alternatives(entry, where))
+                      alternatives=_alternatives(entry, where),
+                      states=_expressions(entry, "states", where), not_this=_expressions(entry, "not_this", where))
+
+
+def _expressions(entry: dict, key: str, where: str) -> tuple[str, ...]:
+    """Terms-and-connectors expressions, each compiled once here so that a malformed one is refused by name."""
+    out = _strings(entry, key, where, False)
+    for e in out:
+        try:
+            compile_expression(e)
+        except ConnectorError as exc:
+            raise TaxonomyError(f"{where}: '{key}': {exc}") from exc
+    return out
 
 
 def _alternatives(entry: dict, where: str) -> tuple[tuple[str, ...], ...]:

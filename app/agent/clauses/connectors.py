@@ -1,0 +1,185 @@
+"""Terms and connectors: the search syntax lawyers write (Westlaw, Lexis), read as data by one matcher.
+
+A clause kind says how a clause states itself (``states``) and what says a text is not that clause
+(``not_this``) in this syntax, so a new kind, or a firm's own wording of an old one, is a data entry:
+
+    words           whole words, case folded; ``!`` after a word matches any ending (``terminat!``: terminate,
+                    terminated, termination); ``NUM`` matches a number (30, thirty, (30))
+    (a|b)  [a]      one of; optional (``app.agent.vocabulary.expand_phrase``)
+    A +N B          B begins within N words after A ends
+    A /N B          A and B within N words of each other, either order
+    A /s B          A and B in the same sentence
+
+A "sentence" ends where ``ingest.sentences`` ends one (not after "Inc.") or at a semicolon: a connector never
+reaches across one. Hyphenated words are
+split ("thirty-day" is "thirty day"), except ``non-``: "non-exclusive" is the word "nonexclusive", never
+"exclusive". Connectors chain left to right: each joins the span matched so far to the next term.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from app.agent.vocabulary import expand_phrase
+from ingest.sentences import sentence_spans
+
+NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                         "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+                         "hundred thousand".split())
+TOKEN = re.compile(r"\$|[a-z0-9][a-z0-9,]*(?:['’][a-z]+)?")
+CONNECTOR = re.compile(r"^(?:\+(\d+)|/(\d+)|/s)$")
+SEMICOLON = re.compile(r";(?=\s|$)")
+MAX_TERMS = 8
+
+
+class ConnectorError(ValueError):
+    """A terms-and-connectors expression is malformed (the message quotes it)."""
+
+
+def words(text: str) -> list[str]:
+    """The lower-case words of ``text`` as the matcher sees them ("non-" joined, other hyphens split)."""
+    text = re.sub(r"\bnon[-\s]+(?=[a-z])", "non", text.lower().replace("\u2011", "-"))
+    return [w.rstrip(",").replace("’", "'") for w in TOKEN.findall(text.replace("-", " "))]
+
+
+@lru_cache(maxsize=8192)
+def sentences(text: str) -> tuple[list[str], ...]:
+    """The words of each sentence of ``text`` (``ingest.sentences``: "Inc." ends none), split at semicolons too
+    (kept for the next expression: a quote is read by every expression of its kind, and a check and a ranking)."""
+    return tuple(ws for a, b in sentence_spans(text) for part in SEMICOLON.split(text[a:b]) if (ws := words(part)))
+
+
+def _word_matches(pattern: str, word: str) -> bool:
+    if pattern == "NUM":
+        return word.replace(",", "").isdigit() or word in NUMBER_WORDS
+    if pattern.endswith("!"):
+        return word.startswith(pattern[:-1])
+    return word == pattern
+
+
+@dataclass(frozen=True)
+class Term:
+    alternatives: tuple[tuple[str, ...], ...]  # each a phrase: pattern words in a row
+
+    def spans(self, ws: list[str]) -> list[tuple[int, int]]:
+        """(start, end) of every place a phrase of this term matches ``ws`` (end exclusive)."""
+        out = []
+        for phrase in self.alternatives:
+            n = len(phrase)
+            for i in range(len(ws) - n + 1):
+                if all(_word_matches(p, ws[i + k]) for k, p in enumerate(phrase)):
+                    out.append((i, i + n))
+        return out
+
+    def words(self) -> set[str]:
+        return {w for phrase in self.alternatives for w in phrase}
+
+
+@dataclass(frozen=True)
+class Expression:
+    text: str
+    terms: tuple[Term, ...]
+    connectors: tuple[tuple[str, int], ...]  # between terms i and i+1: ("+", n) | ("/", n) | ("s", 0)
+
+    def search(self, text: str) -> bool:
+        """Whether ``text`` has a sentence this expression matches."""
+        return any(self.matches(ws) for ws in sentences(text))
+
+    def matches(self, ws: list[str]) -> bool:
+        spans = self.terms[0].spans(ws)
+        for (kind, n), term in zip(self.connectors, self.terms[1:]):
+            if not spans:
+                return False
+            nxt = term.spans(ws)
+            joined = set()
+            for a0, a1 in spans:
+                for b0, b1 in nxt:
+                    if kind == "+" and 0 <= b0 - a1 <= n:
+                        joined.add((a0, b1))
+                    elif kind == "/" and (0 <= b0 - a1 <= n or 0 <= a0 - b1 <= n):
+                        joined.add((min(a0, b0), max(a1, b1)))
+                    elif kind == "s" and (b0 >= a1 or a0 >= b1):
+                        joined.add((min(a0, b0), max(a1, b1)))
+            spans = sorted(joined)
+        return bool(spans)
+
+    def cue_words(self) -> set[str]:
+        """The pattern words (with their ``!``) of every term: what a sentence that speaks of the clause uses."""
+        return {w for t in self.terms for w in t.words() if w != "NUM"}
+
+
+def _split(expr: str) -> list[str]:
+    """Top-level tokens of ``expr``: connector tokens apart, parentheses and brackets kept whole."""
+    parts, depth, cur = [], 0, []
+    for tok in expr.split():
+        depth += tok.count("(") + tok.count("[") - tok.count(")") - tok.count("]")
+        if depth == 0 and CONNECTOR.match(tok):
+            if not cur:
+                raise ConnectorError(f"{expr!r}: a connector needs a term on each side")
+            parts.extend([" ".join(cur), tok])
+            cur = []
+        else:
+            cur.append(tok)
+        if depth < 0:
+            raise ConnectorError(f"unbalanced brackets in {expr!r}")
+    if depth:
+        raise ConnectorError(f"unbalanced brackets in {expr!r}")
+    if not cur:
+        raise ConnectorError(f"{expr!r}: a connector needs a term on each side")
+    parts.append(" ".join(cur))
+    return parts
+
+
+def _term(text: str, expr: str) -> Term:
+    try:
+        plain = expand_phrase(text)
+    except ValueError as exc:
+        raise ConnectorError(f"{expr!r}: {exc}") from exc
+    alts = []
+    for p in plain:
+        ws = tuple(w if w == "NUM" else w.lower() for w in _pattern_words(p))
+        if ws:
+            alts.append(ws)
+    if not alts:
+        raise ConnectorError(f"{expr!r}: the term {text!r} has no word")
+    return Term(tuple(dict.fromkeys(alts)))
+
+
+def _pattern_words(phrase: str) -> list[str]:
+    out = []
+    for w in phrase.split():
+        if w == "NUM":
+            out.append(w)
+            continue
+        bang = w.endswith("!")
+        parts = words(w.rstrip("!"))
+        if bang and parts:
+            parts[-1] += "!"
+        out.extend(parts)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def compile_expression(expr: str) -> Expression:
+    """The matcher for one expression; ``ConnectorError`` says what is wrong with it."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise ConnectorError("an empty expression")
+    terms, conns = [], []
+    for part in _split(" ".join(expr.split())):  # terms and connectors alternate, a term first and last
+        m = CONNECTOR.match(part)
+        if m:
+            conns.append(("+", int(m.group(1))) if m.group(1) else ("/", int(m.group(2))) if m.group(2) else ("s", 0))
+        else:
+            terms.append(_term(part, expr))
+    if len(terms) > MAX_TERMS:
+        raise ConnectorError(f"{expr!r}: more than {MAX_TERMS} terms")
+    return Expression(" ".join(expr.split()), tuple(terms), tuple(conns))
+
+
+def any_match(expressions, text: str) -> bool:
+    """Whether one of ``expressions`` (compiled) matches a sentence of ``text``."""
+    if not expressions:
+        return False
+    split = sentences(text)
+    return any(e.matches(ws) for ws in split for e in expressions)
