@@ -54,6 +54,9 @@ def add(
     heading: Optional[list[str]] = typer.Option(None, help="repeatable: a section-heading word or phrase"),
     answer: str = typer.Option("clause", help="jurisdiction | duration | amount | parties | date | clause"),
     synonym: Optional[list[str]] = typer.Option(None, help="repeatable: another name a user may give it"),
+    states: Optional[list[str]] = typer.Option(None, help="repeatable: how a clause states itself, in terms and "
+                                                          "connectors (\"assign! +12 without +5 consent!\")"),
+    not_this: Optional[list[str]] = typer.Option(None, help="repeatable: what says a sentence is not this clause"),
     file: Optional[Path] = typer.Option(None, "--file", help="a YAML list of kinds instead of the options"),
 ) -> None:
     """Add (or replace, by name) clause kinds of a tenant."""
@@ -61,14 +64,15 @@ def add(
     from app.agent.clauses.taxonomy import TaxonomyError
 
     if file is not None:
-        if name or description or wording or heading or synonym:
+        if name or description or wording or heading or synonym or states or not_this:
             _fail("give either --file or --name/--description/--wording/..., not both")
         entries = _entries_from_file(file)
     else:
         if not name:
             _fail("--name is required (or --file kinds.yaml)")
         entries = [{"name": name, "description": description, "wordings": list(wording or []) or None,
-                    "headings": list(heading or []), "answer": answer, "synonyms": list(synonym or [])}]
+                    "headings": list(heading or []), "answer": answer, "synonyms": list(synonym or []),
+                    "states": list(states or []), "not_this": list(not_this or [])}]
     try:
         kinds = playbook.add_kinds(_engine(), tenant, entries)
     except TaxonomyError as exc:

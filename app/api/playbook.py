@@ -31,6 +31,11 @@ class PlaybookKindIn(BaseModel):
                                  description="phrases by which a contract states the value in other sentences too "
                                              "(\"shall commence\"): an answer such a sentence contradicts is "
                                              "not supported")
+    states: list[str] = Field(default_factory=list, max_length=40,
+                              description="how a clause states itself, in terms and connectors "
+                                          "(\"assign! +12 without +5 consent!\"): an answer's quote must match one")
+    not_this: list[str] = Field(default_factory=list, max_length=40,
+                                description="what says a sentence is not this clause (same syntax)")
 
 
 def _engine(request: Request):
