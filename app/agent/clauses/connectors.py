@@ -44,10 +44,11 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=8192)
-def sentences(text: str) -> tuple[list[str], ...]:
-    """The words of each sentence of ``text`` (``ingest.sentences``: "Inc." ends none), split at semicolons too
-    (kept for the next expression: a quote is read by every expression of its kind, and a check and a ranking)."""
-    return tuple(ws for a, b in sentence_spans(text) for part in SEMICOLON.split(text[a:b]) if (ws := words(part)))
+def sentences(text: str) -> tuple["Sentence", ...]:
+    """Each sentence of ``text`` (``ingest.sentences``: "Inc." ends none), split at semicolons too; kept for the
+    next expression (a quote is read by every expression of its kind, by the check and by the ranking)."""
+    return tuple(Sentence(ws) for a, b in sentence_spans(text) for part in SEMICOLON.split(text[a:b])
+                 if (ws := words(part)))
 
 
 def _word_matches(pattern: str, word: str) -> bool:
@@ -58,22 +59,39 @@ def _word_matches(pattern: str, word: str) -> bool:
     return word == pattern
 
 
+class Sentence:
+    """One sentence's words, with where each word stands (a term looks up its first word instead of reading all)
+    and the verdicts of the expressions already read on it."""
+
+    __slots__ = ("words", "at", "seen")
+
+    def __init__(self, ws: list[str]):
+        self.words = ws
+        self.at: dict[str, list[int]] = {}
+        for i, w in enumerate(ws):
+            self.at.setdefault(w, []).append(i)
+        self.seen: dict[str, bool] = {}
+
+    def starts(self, pattern: str) -> list[int]:
+        """Positions of the words ``pattern`` matches."""
+        if pattern != "NUM" and not pattern.endswith("!"):
+            return self.at.get(pattern, [])
+        return sorted(i for w, where in self.at.items() if _word_matches(pattern, w) for i in where)
+
+
 @dataclass(frozen=True)
 class Term:
     alternatives: tuple[tuple[str, ...], ...]  # each a phrase: pattern words in a row
 
-    def spans(self, ws: list[str]) -> list[tuple[int, int]]:
-        """(start, end) of every place a phrase of this term matches ``ws`` (end exclusive)."""
-        out = []
+    def spans(self, sent: Sentence) -> list[tuple[int, int]]:
+        """(start, end) of every place a phrase of this term matches ``sent`` (end exclusive)."""
+        out, ws = [], sent.words
         for phrase in self.alternatives:
             n = len(phrase)
-            for i in range(len(ws) - n + 1):
-                if all(_word_matches(p, ws[i + k]) for k, p in enumerate(phrase)):
+            for i in sent.starts(phrase[0]):
+                if i + n <= len(ws) and all(_word_matches(p, ws[i + k]) for k, p in enumerate(phrase[1:], 1)):
                     out.append((i, i + n))
         return out
-
-    def words(self) -> set[str]:
-        return {w for phrase in self.alternatives for w in phrase}
 
 
 @dataclass(frozen=True)
@@ -84,14 +102,20 @@ class Expression:
 
     def search(self, text: str) -> bool:
         """Whether ``text`` has a sentence this expression matches."""
-        return any(self.matches(ws) for ws in sentences(text))
+        return any(self.matches(sent) for sent in sentences(text))
 
-    def matches(self, ws: list[str]) -> bool:
-        spans = self.terms[0].spans(ws)
+    def matches(self, sent: Sentence) -> bool:
+        found = sent.seen.get(self.text)
+        if found is None:
+            found = sent.seen[self.text] = self._matches(sent)
+        return found
+
+    def _matches(self, sent: Sentence) -> bool:
+        spans = self.terms[0].spans(sent)
         for (kind, n), term in zip(self.connectors, self.terms[1:]):
             if not spans:
                 return False
-            nxt = term.spans(ws)
+            nxt = term.spans(sent)
             joined = set()
             for a0, a1 in spans:
                 for b0, b1 in nxt:
@@ -103,10 +127,6 @@ class Expression:
                         joined.add((min(a0, b0), max(a1, b1)))
             spans = sorted(joined)
         return bool(spans)
-
-    def cue_words(self) -> set[str]:
-        """The pattern words (with their ``!``) of every term: what a sentence that speaks of the clause uses."""
-        return {w for t in self.terms for w in t.words() if w != "NUM"}
 
 
 def _split(expr: str) -> list[str]:
@@ -175,11 +195,3 @@ def compile_expression(expr: str) -> Expression:
     if len(terms) > MAX_TERMS:
         raise ConnectorError(f"{expr!r}: more than {MAX_TERMS} terms")
     return Expression(" ".join(expr.split()), tuple(terms), tuple(conns))
-
-
-def any_match(expressions, text: str) -> bool:
-    """Whether one of ``expressions`` (compiled) matches a sentence of ``text``."""
-    if not expressions:
-        return False
-    split = sentences(text)
-    return any(e.matches(ws) for ws in split for e in expressions)

@@ -133,23 +133,23 @@ class ClauseKind:
     def states_clause(self, text: str) -> bool:
         """Whether ``text`` has a sentence that states this clause: one of ``states`` matches it (any sentence
         where the kind gives none) and none of ``not_this`` ("no license is granted" is no license grant)."""
-        return any(self._states_in(ws) for ws in sentences(text))
+        return any(self._states_in(sent) for sent in sentences(text))
 
-    def _states_in(self, ws: list[str]) -> bool:
-        if any(e.matches(ws) for e in self._not_this):
+    def _states_in(self, sent) -> bool:
+        if any(e.matches(sent) for e in self._not_this):
             return False
-        return not self._states or any(e.matches(ws) for e in self._states)
+        return not self._states or any(e.matches(sent) for e in self._states)
 
     def cue_score(self, text: str) -> float:
         """0..3: how much ``text`` reads like this clause: the distinct content words of the kind's wordings it
         uses, each ``states`` expression that matches counting two more (four make the most); 0 for a text that
         says it is not this clause."""
         split = sentences(text)
-        if self._not_this and any(e.matches(ws) for ws in split for e in self._not_this) \
-                and not any(self._states_in(ws) for ws in split):
+        if self._not_this and any(e.matches(sent) for sent in split for e in self._not_this) \
+                and not any(self._states_in(sent) for sent in split):
             return 0.0
         hits = len(set(stems(text)) & self._cues)
-        hits += 2.0 * sum(1 for e in self._states if any(e.matches(ws) for ws in split))
+        hits += 2.0 * sum(1 for e in self._states if any(e.matches(sent) for sent in split))
         return min(hits, 4.0) / 4.0 * 3.0
 
     @cached_property
