@@ -10,10 +10,10 @@ A clause kind says how a clause states itself (``states``) and what says a text 
     A /N B          A and B within N words of each other, either order
     A /s B          A and B in the same sentence
 
-A "sentence" ends where ``ingest.sentences`` ends one (not after "Inc.") or at a semicolon: a connector never
-reaches across one. Hyphenated words are
-split ("thirty-day" is "thirty day"), except ``non-``: "non-exclusive" is the word "nonexclusive", never
-"exclusive". Connectors chain left to right: each joins the span matched so far to the next term.
+Words are ``app.agent.text.WORD``'s (letters and digits: "thirty-day" is "thirty day", "1,000" is "1 000"),
+except ``non-``: "non-exclusive" is the word "nonexclusive", never "exclusive". A "sentence" ends where
+``ingest.sentences`` ends one (not after "Inc.") or at a semicolon: a connector never reaches across one.
+Connectors chain left to right: each joins the span matched so far to the next term.
 """
 from __future__ import annotations
 
@@ -21,13 +21,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from app.agent.text import WORD
 from app.agent.vocabulary import expand_phrase
 from ingest.sentences import sentence_spans
 
 NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
                          "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
                          "hundred thousand".split())
-TOKEN = re.compile(r"\$|[a-z0-9][a-z0-9,]*(?:['’][a-z]+)?")
+NON = re.compile(r"\bnon[-\u2011\s]+(?=[a-z])")
 CONNECTOR = re.compile(r"^(?:\+(\d+)|/(\d+)|/s)$")
 SEMICOLON = re.compile(r";(?=\s|$)")
 MAX_TERMS = 8
@@ -38,9 +39,8 @@ class ConnectorError(ValueError):
 
 
 def words(text: str) -> list[str]:
-    """The lower-case words of ``text`` as the matcher sees them ("non-" joined, other hyphens split)."""
-    text = re.sub(r"\bnon[-\s]+(?=[a-z])", "non", text.lower().replace("\u2011", "-"))
-    return [w.rstrip(",").replace("’", "'") for w in TOKEN.findall(text.replace("-", " "))]
+    """The lower-case words of ``text`` as the matcher sees them (``text.WORD``'s, "non-" joined to its word)."""
+    return WORD.findall(NON.sub("non", text.lower()))
 
 
 @lru_cache(maxsize=8192)
