@@ -140,6 +140,10 @@ def test_a_kind_named_by_one_word_is_a_weak_reading():
     assert tax.match_scores("What are the payment terms?")[0][1].name == "expiration date"  # "term"
     assert tax.reading("What are the payment terms?") == (None, False)
     assert tax.reading("What happens if a party goes bankrupt?") == (None, False)
+    # "how long does it last" names the term; words between "long" and "last" say what lasts
+    assert tax.reading("How long does the NDA last?")[0].name == "expiration date"
+    assert tax.reading("How long do confidentiality obligations last?") == (None, False)
+    assert tax.reading("What was revenue in the last fiscal year?") == (None, False)
 
 
 def test_a_weak_reading_that_explains_little_of_the_question_is_no_reading(kb):

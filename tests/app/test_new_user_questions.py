@@ -113,6 +113,14 @@ def test_a_yes_or_no_question_naming_another_way_is_answered_no_by_the_clause_th
     assert any("courts located in New York County" in c.quote for c in a.citations), a.citations
 
 
+def test_how_long_an_agreement_lasts_is_its_term(sample_service):
+    """"How long does the NDA last?" shares no word with "remains in force for three (3) years": it was "not
+    found". "how long does it last" names the term (a synonym, data); "how long do confidentiality obligations
+    last?" keeps to confidentiality (its words stand between "long" and "last")."""
+    a = sample_service.ask(TENANT, "How long does the NDA last?")
+    assert a.supported and "three (3) years" in a.answer and _cited_files(a) == {NDA}, a.answer
+
+
 def test_a_sub_clause_quoted_from_a_whole_section_is_cited_with_its_own_number(sample_service):
     """Section 12 is read as one unit (12.1 to 12.4); the quote from 12.2 was cited as "section 12.1 Term"."""
     a = sample_service.ask(TENANT, "How much notice is needed to terminate the MSA for convenience?")
