@@ -3,7 +3,8 @@
 ``ask_of(question)`` types the question: an amount ("What was the hosting cost in 2018?" -> "$9.5 million"),
 a percentage, a count ("How many employees ..." -> "1,620"), a date or period ("When ..."), years ("In which
 years ..."), a duration ("How long ..."), a reason ("Why ..." -> the clause after "due to"), a list ("What are
-the contract types?" -> the items) or a description (the sentence itself). ``extract(ask, sentence)`` reads that
+the contract types?" -> the items) or a description (the sentence itself). How questions ask for each kind is data
+(vocabulary.yaml ``answer_kinds``, terms and connectors read by ``app.agent.clauses.connectors``). ``extract(ask, sentence)`` reads that
 span off one sentence, verbatim, or returns None when the sentence does not state it.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import lru_cache
 
 from app.agent.text import content_words, stem
 from app.agent.text_terms import FILLER, key_words
-from app.agent.vocabulary import word_lists
+from app.agent.vocabulary import vocabulary, word_lists
 
 YEAR = re.compile(r"(?<![\d.$])(?<!\d,)(?:19|20)\d{2}(?!\d|,\d{3}|\.\d)")
 FY = re.compile(r"\b(?:fiscal(?: year)?|fy|financial year)\s*'?(\d{2,4})\b", re.I)
@@ -46,18 +47,6 @@ CAUSE = re.compile(r"\b(?:(?:primarily|mainly|largely|principally|partially|part
 LIST_LEAD = re.compile(r"\b(?:includ(?:e|es|ed|ing)|such as|consist(?:s|ed|ing)? of|compris(?:e|es|ed|ing)(?: of)?|"
                        r"namely|are|were|was|is|:)\s+", re.I)
 ITEM_SPLIT = re.compile(r"\s*(?:;|,(?!\d{3})|(?<!-)\band\b(?!-)|(?<!-)\bor\b(?!-)|\bas well as\b)\s*", re.I)
-NOUNISH = {"amount", "value", "cost", "costs", "expense", "expenses", "revenue", "revenues", "income", "sales",
-           "price", "balance", "fee", "fees", "charge", "charges", "loss", "losses", "gain", "gains", "profit",
-           "cash", "debt", "liability", "liabilities", "asset", "assets", "tax", "taxes", "compensation", "payment",
-           "payments", "dividend", "dividends", "capital", "ebitda", "total", "net", "impairment", "reserve",
-           "provision", "investment", "investments", "obligations", "obligation", "borrowings", "goodwill",
-           "depreciation", "amortization", "amortisation", "earnings", "spending", "expenditure", "expenditures",
-           "benefit", "benefits", "consideration", "proceeds", "deficit", "surplus", "receivable", "receivables",
-           "payable", "payables", "inventory", "inventories", "backlog", "funding", "contribution", "contributions",
-           "allowance", "accrual", "accrued", "carrying", "fair", "paid", "spent", "recognized", "recognised",
-           "increase", "decrease", "decline", "change", "growth", "adjustment", "adjustments", "write-down"}
-
-
 @dataclass
 class Ask:
     kind: str  # amount | percent | count | date | years | duration | reason | list | text
@@ -91,6 +80,7 @@ QUESTION_PERIOD = re.compile(r"\b(?:fiscal(?:\s+year)?|fy)\s*'?\s*\d{2,4}\b|\bq[
 ASKED_PHRASE = re.compile(r"^(?:what|which)\s+(?:is|was|are|were|will be)\s+(?:the\s+|an?\s+)?([\w\s'’&/-]+?)\s*"
                           r"(?:\b(?:of|for|in|from|at|on|by|during|as|under|between|to|that|with|and|over|after|"
                           r"before|since|if|when|per|across|within|through|than)\b|[?,(]|$)")
+HOW_MANY = re.compile(r"\bhow many\b(?:\s+([a-z]+))?")
 YEAR_ON_YEAR = re.compile(r"\s*(?:on|over|to)[\s-]+year\b")
 
 
@@ -103,6 +93,34 @@ def asked_head(ql: str) -> str:
     if not words or YEAR_ON_YEAR.match(ql[m.end(1):]):
         return ""
     return next((kind for kind, heads in asked_heads().items() if words[-1] in heads), "")
+
+
+@lru_cache(maxsize=1)
+def answer_kinds() -> list[tuple[str, tuple, tuple]]:
+    """(kind, what asks for it, what says it is not) of vocabulary.yaml ``answer_kinds``, in order, compiled once
+    (a word list's name, ``@amount_nouns``, stands for one of its words)."""
+    from app.agent.clauses.connectors import compile_expression
+
+    lists = {f"@{name}": "(" + "|".join(words) + ")" for name, words in word_lists("answer_words").items()}
+
+    def compiled(exprs) -> tuple:
+        return tuple(compile_expression(re.sub(r"@\w+", lambda m: lists[m.group(0)], e)) for e in exprs or ())
+
+    return [(e["kind"], compiled(e["asks"]), compiled(e.get("unless"))) for e in vocabulary()["answer_kinds"]]
+
+
+def asked_kind(ql: str, head: str = "") -> str:
+    """The kind of answer a question asks for (amount, percent, count, date, years, duration, reason, table, list),
+    read by the first entry of ``answer_kinds`` that matches it, or whose kind the head of what is asked names
+    (``asked_head``); "text" (a description) when none does."""
+    from app.agent.clauses.connectors import sentences
+
+    split = sentences(ql) + tuple(s for part in ql.split(",")[1:] for s in sentences(part)[:1])  # "..., why"
+    for kind, asks, unless in answer_kinds():
+        if kind == head or (any(e.matches(s) for s in split for e in asks)
+                            and not any(e.matches(s) for s in split for e in unless)):
+            return kind
+    return "text"
 
 
 @lru_cache(maxsize=1)
@@ -126,42 +144,14 @@ def ask_of(question: str) -> Ask:
     multi = bool(re.search(r"\brespectively\b|\beach of\b", ql)) or len(years) >= 2 and bool(
         re.search(r"\b(?:in|for|of|at|during|as of)\b[^?]*\d{4}\s*(?:,|and)\s*\d{4}", ql)) and not re.search(
         r"\b(?:change|differ|increase|decrease|grow|growth|average|total|sum|ratio|between)\b", ql)
-    kind, head = "text", asked_head(ql)
-    if re.search(r"(?:^|,\s*)(?:why|for what reason)\b", ql) or re.search(
-            r"\b(?:reasons?|what (?:caused|led to|drove|resulted in|contributed)|due to what|attributable to what|"
-            r"what (?:was|were|is|are) (?:the )?(?:main |primary |key )?(?:drivers?|causes?|factors?))\b", ql):
-        kind = "reason"
-    elif re.search(r"\b(?:which|what|in which|during which)\s+(?:fiscal\s+)?(?:years?|periods?)\b", ql) \
-            or head == "years":
-        kind = "years"
-    elif re.match(r"^(?:when|by when|as of when|since when)\b", ql) or re.search(
-            r"\b(?:what|which) (?:is|was|are|were) the (?:[\w-]+ ){0,3}(?:date|deadline)s?\b|\b(?:what|which) date\b",
-            ql) or head == "date":
-        kind = "date"  # "on what date does it become effective?", "what date was the lease signed?"
-    elif re.search(r"\bhow long\b|\bover what (?:duration|period)|\bhow often\b|\b(?:what|which) (?:is|was|are|were) "
-                   r"the (?:\w+ )?(?:term|duration|useful lives?|life|period)\b", ql) or head == "duration":
-        kind = "duration"
-    elif re.search(r"\bhow many\b", ql):
-        m = re.search(r"\bhow many\s+([a-z]+)", ql)
-        noun = m.group(1) if m else ""
+    kind = asked_kind(ql, asked_head(ql))
+    if kind == "count" and HOW_MANY.search(ql):  # "how many employees": what is counted; "how many years": a duration
+        m = HOW_MANY.search(ql)
+        noun = m.group(1) or ""
         kind = "duration" if noun in ("years", "months", "days", "weeks") else "count"
         return Ask(kind, years, key, multi, stem(noun) if noun else "", q)
-    elif re.search(r"\b(?:percentage|percent|proportion|%|rate|margin|ratio|share of|portion of)\b", ql) \
-            and not re.search(r"\bhow (?:is|was|are|were)\b", ql):
-        kind = "percent"
-    elif re.search(r"\b(?:what|which) (?:does|do|did) the (?:following )?table (?:show|represent|present|provide|"
-                   r"illustrate|summari[sz]e|contain|display|reflect|set out|disclose)", ql):
-        kind = "table"
+    if kind == "table":
         key = set()  # what the table shows is said by "the following table shows ..." or a caption ("... as follows:")
-    elif re.search(r"\bwhat (?:is|was|are|were) the (?:total )?number of\b", ql):
-        kind = "count"
-    elif re.search(r"\bhow much\b|\brespective (?:values?|amounts?)\b", ql) or (
-            re.search(r"(?:^|,\s*)(?:what|which)\s+(?:was|were|is|are|will be)\b", ql)
-            and NOUNISH & set(re.findall(r"[a-z]+", ql))) or re.search(r"\bwhat (?:amount|value|price)\b", ql):
-        kind = "amount"
-    elif re.match(r"^(?:what|which)\s+(?:are|were|\w+s\s+(?:are|were|did|do|does|have|has))\b", ql) or re.search(
-            r"^(?:list|name)\b", ql):
-        kind = "list"
     if kind in ("amount", "list") and not years and re.match(r"^what (?:is|are) (?!the (?:total|amount|value|number)\b)"
                                                              r"(?:an? |the )?[\w\s'’-]{2,60}\?$", ql) \
             and not re.search(r"\b(?:of|in|for|at|as of|during|from)\b", ql):

@@ -76,3 +76,27 @@ def test_a_playbook_kind_states_itself_as_data_and_one_without_states_is_read_by
     assert not span_answers(stated, q, "No party shall deposit the source code anywhere.")[0]
     assert stated.to_dict()["states"] == ["deposit! +12 source code"]
     assert kind_from_dict(stated.to_dict(), source="playbook") == stated
+
+
+def test_an_anchor_and_a_word_ending():
+    assert matches("^ (what|which) *s (are|were|do)", "Which countries are shown in the table?")
+    assert not matches("^ (what|which) *s (are|were|do)", "What does interest expense include?")  # no plural
+    assert not matches("^ why", "Explain why revenue fell.")
+    assert matches("^ why", "Revenue fell. Why did it fall?")  # each sentence has a first word
+
+
+def test_what_a_report_question_asks_for_is_read_by_data():
+    """The kinds of answer (vocabulary.yaml answer_kinds) are expressions read in order by the one matcher."""
+    from app.agent.text_spans import ask_of
+
+    assert ask_of("In 2019, why did revenue fall?").kind == "reason"  # the first word after a comma
+    assert ask_of("Please explain why revenue fell").kind == "text"
+    assert ask_of("What services have their costs included within the audit fees?").kind == "list"
+    assert ask_of("What does interest expense include?").kind == "text"
+    assert ask_of("What was the revenue in 2019?").kind == "amount"
+    assert ask_of("How is the margin calculated?").kind == "text"  # not a percent: how it is worked out
+    assert ask_of("What was the gross margin in 2019?").kind == "percent"
+    a = ask_of("How many employees did it have in 2019?")
+    assert (a.kind, a.count_noun) == ("count", "employ")
+    assert ask_of("How many years does the plan run?").kind == "duration"
+    assert ask_of("What is the weighted average remaining amortization period for intangibles?").kind == "duration"

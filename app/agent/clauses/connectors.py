@@ -4,11 +4,13 @@ A clause kind says how a clause states itself (``states``) and what says a text 
 (``not_this``) in this syntax, so a new kind, or a firm's own wording of an old one, is a data entry:
 
     words           whole words, case folded; ``!`` after a word matches any ending (``terminat!``: terminate,
-                    terminated, termination); ``NUM`` matches a number (30, thirty, (30))
+                    terminated, termination); ``*`` before one any beginning (``*s``: a word ending in s);
+                    ``NUM`` matches a number (30, thirty, (30))
     (a|b)  [a]      one of; optional (``app.agent.vocabulary.expand_phrase``)
     A +N B          B begins within N words after A ends
     A /N B          A and B within N words of each other, either order
     A /s B          A and B in the same sentence
+    ^ A             A is the sentence's first word(s)
 
 Words are ``app.agent.text.WORD``'s (letters and digits: "thirty-day" is "thirty day", "1,000" is "1 000"),
 except ``non-``: "non-exclusive" is the word "nonexclusive", never "exclusive". A "sentence" ends where
@@ -56,6 +58,8 @@ def _word_matches(pattern: str, word: str) -> bool:
         return word.replace(",", "").isdigit() or word in NUMBER_WORDS
     if pattern.endswith("!"):
         return word.startswith(pattern[:-1])
+    if pattern.startswith("*"):
+        return len(word) >= len(pattern) and word.endswith(pattern[1:])
     return word == pattern
 
 
@@ -74,7 +78,7 @@ class Sentence:
 
     def starts(self, pattern: str) -> list[int]:
         """Positions of the words ``pattern`` matches."""
-        if pattern != "NUM" and not pattern.endswith("!"):
+        if pattern != "NUM" and not pattern.endswith("!") and not pattern.startswith("*"):
             return self.at.get(pattern, [])
         return sorted(i for w, where in self.at.items() if _word_matches(pattern, w) for i in where)
 
@@ -99,6 +103,7 @@ class Expression:
     text: str
     terms: tuple[Term, ...]
     connectors: tuple[tuple[str, int], ...]  # between terms i and i+1: ("+", n) | ("/", n) | ("s", 0)
+    anchored: bool = False  # "^": the first term starts the sentence
 
     def search(self, text: str) -> bool:
         """Whether ``text`` has a sentence this expression matches."""
@@ -111,7 +116,7 @@ class Expression:
         return found
 
     def _matches(self, sent: Sentence) -> bool:
-        spans = self.terms[0].spans(sent)
+        spans = [s for s in self.terms[0].spans(sent) if s[0] == 0 or not self.anchored]
         for (kind, n), term in zip(self.connectors, self.terms[1:]):
             if not spans:
                 return False
@@ -169,8 +174,8 @@ def _term(text: str, expr: str) -> Term:
 def _pattern_words(phrase: str) -> list[str]:
     out = []
     for w in phrase.split():
-        if w == "NUM":
-            out.append(w)
+        if w == "NUM" or (w.startswith("*") and w[1:].isalnum()):
+            out.append(w.lower() if w != "NUM" else w)
             continue
         bang = w.endswith("!")
         parts = words(w.rstrip("!"))
@@ -186,7 +191,9 @@ def compile_expression(expr: str) -> Expression:
     if not isinstance(expr, str) or not expr.strip():
         raise ConnectorError("an empty expression")
     terms, conns = [], []
-    for part in _split(" ".join(expr.split())):  # terms and connectors alternate, a term first and last
+    body = " ".join(expr.split())
+    anchored = body.startswith("^ ")
+    for part in _split(body[2:] if anchored else body):  # terms and connectors alternate, a term first and last
         m = CONNECTOR.match(part)
         if m:
             conns.append(("+", int(m.group(1))) if m.group(1) else ("/", int(m.group(2))) if m.group(2) else ("s", 0))
@@ -194,4 +201,4 @@ def compile_expression(expr: str) -> Expression:
             terms.append(_term(part, expr))
     if len(terms) > MAX_TERMS:
         raise ConnectorError(f"{expr!r}: more than {MAX_TERMS} terms")
-    return Expression(" ".join(expr.split()), tuple(terms), tuple(conns))
+    return Expression(" ".join(expr.split()), tuple(terms), tuple(conns), anchored)
