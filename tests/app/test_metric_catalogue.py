@@ -103,3 +103,20 @@ def test_metrics_read_from_the_question_s_own_shape():
     assert read("What is the FY2022 retention ratio for Initech?") == \
         ("retention ratio", "(net income − cash dividends paid) / net income")
     assert read("What was the change in revenue from 2018 to 2019?") is None
+
+
+def test_the_statements_a_question_names_as_its_source_are_data(tmp_path, monkeypatch):
+    from app.agent.bi import instructions
+
+    assert instructions.read("Using the P&L, what was revenue in FY2021?").statements == ["income_statement"]
+    assert instructions.read("From the statements of cash flows, what was capex?").statements == ["cash_flow"]
+    assert instructions.read("What were operating cash flows in 2020?").statements == []  # a line item, no source
+    data = bi_metrics.DATA_FILE.read_text().replace("  balance_sheet: [balance sheet,",
+                                                    "  balance_sheet: [position statement, balance sheet,", 1)
+    path = tmp_path / "metrics.yaml"
+    path.write_text(data)
+    monkeypatch.setattr(instructions, "STATEMENT_NAMES", bi_metrics._statement_names(path))
+    assert instructions.read("Using the position statement, what is debt?").statements == ["balance_sheet"]
+    path.write_text(data.replace("  cash_flow:", "  cash_flows:", 1))
+    with pytest.raises(bi_metrics.CatalogueError, match="statements must name each of"):
+        bi_metrics._statement_names(path)

@@ -12,14 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from app.agent.bi.metrics import usual_ratios
+from app.agent.bi.metrics import STATEMENT_NAMES, usual_ratios
 
-STATEMENTS = [
-    ("balance_sheet", re.compile(r"\bbalance sheets?\b|\bstatements? of financial (?:position|condition)\b", re.I)),
-    ("income_statement", re.compile(r"\bincome statements?\b|\bstatements? of (?:income|operations|earnings)\b|"
-                                    r"\bp\s?&\s?l\b|\bprofit and loss\b", re.I)),
-    ("cash_flow", re.compile(r"\bcash ?flows? statements?\b|\bstatements? of cash ?flows?\b|\bcash flow\b", re.I)),
-]
 INSTRUCTION = re.compile(
     r"^\s*(?:please\s+)?(?:answer|state|round|base|provide|address|calculate what|give|respond|report|express|"
     r"use|using|utili[sz]e|we want|we need|help us|assume|approach|note|show|only|do not|don't|compute|calculate)\b",
@@ -63,7 +57,7 @@ def _ratio_question(question: str, a: str, b: str, percent: bool) -> str:
 
 def read(question: str) -> Read:
     text = " ".join(question.split())
-    statements = [kind for kind, rx in STATEMENTS if rx.search(text)]
+    statements = [kind for kind, rx in STATEMENT_NAMES if rx.search(text)]  # data: metrics.yaml statements
     text = HERE.sub("", text)
     kept: list[str] = []
     definition = conditional = ""

@@ -72,6 +72,15 @@ def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict, list]:
     return library, concepts, aliases, parts, judgements
 
 
+def _statement_names(path: Path = DATA_FILE) -> list[tuple[str, re.Pattern]]:
+    """(statement kind, how a question names it as its source), in the catalogue's order."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    names = data.get("statements") or {}
+    if set(names) != set(STATEMENTS) or not all(isinstance(v, list) and v for v in names.values()):
+        raise CatalogueError(f"{path.name}: statements must name each of {', '.join(STATEMENTS)} by a list of phrases")
+    return [(kind, phrase_regex(names[kind])) for kind in STATEMENTS]
+
+
 @dataclass(frozen=True)
 class MetricEntry:
     names: re.Pattern  # how a question names it
@@ -99,6 +108,7 @@ _REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
 # the catalogue: metrics (in file order), line item -> (row labels filings use, statement read from, absolute value:
 # outflows / expenses printed in parentheses on one statement and not on another), and how analysts name items
 LIBRARY, CONCEPTS, ALIASES, PARTS, JUDGEMENTS = _load()
+STATEMENT_NAMES = _statement_names()
 
 
 def concept_of(name: str) -> Optional[str]:
