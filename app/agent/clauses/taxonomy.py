@@ -77,6 +77,7 @@ class ClauseKind:
     # how an answering span states the clause, and what says a span is not it (terms and connectors: connectors.py)
     states: tuple[str, ...] = field(default=())
     not_this: tuple[str, ...] = field(default=())
+    cues: tuple[str, ...] = field(default=())  # short phrases a sentence of the clause uses (quote ranking)
 
     @property
     def slot(self) -> str:  # the name the verifier reads
@@ -141,14 +142,17 @@ class ClauseKind:
         return not self._states or any(e.matches(sent) for e in self._states)
 
     def cue_score(self, text: str) -> float:
-        """0..3: how much ``text`` reads like this clause: the distinct content words of the kind's wordings it
-        uses, each ``states`` expression that matches counting two more (four make the most); 0 for a text that
-        says it is not this clause."""
+        """0..3: how much ``text`` reads like this clause: the distinct ``cues`` it has (without cues, the content
+        words of the kind's wordings it uses), each ``states`` expression that matches counting two more (four make
+        the most); 0 for a text that says it is not this clause."""
         split = sentences(text)
         if self._not_this and any(e.matches(sent) for sent in split for e in self._not_this) \
                 and not any(self._states_in(sent) for sent in split):
             return 0.0
-        hits = len(set(stems(text)) & self._cues)
+        if self._cues:
+            hits = sum(1 for e in self._cues if any(e.matches(sent) for sent in split))
+        else:
+            hits = len(set(stems(text)) & self._wording_stems)
         hits += 2.0 * sum(1 for e in self._states if any(e.matches(sent) for sent in split))
         return min(hits, 4.0) / 4.0 * 3.0
 
@@ -161,7 +165,11 @@ class ClauseKind:
         return tuple(compile_expression(e) for e in self.not_this)
 
     @cached_property
-    def _cues(self) -> frozenset[str]:
+    def _cues(self) -> tuple:
+        return tuple(compile_expression(e) for e in self.cues)
+
+    @cached_property
+    def _wording_stems(self) -> frozenset[str]:
         return frozenset(stems(" ".join(self.wordings)))
 
     @cached_property
@@ -179,7 +187,7 @@ class ClauseKind:
             d["stated_by"] = list(self.stated_by)
         if self.alternatives:
             d["alternatives"] = [list(g) for g in self.alternatives]
-        for key in ("states", "not_this"):
+        for key in ("states", "not_this", "cues"):
             if getattr(self, key):
                 d[key] = list(getattr(self, key))
         return d
@@ -208,7 +216,7 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
     if not isinstance(entry, dict):
         raise TaxonomyError(f"{where}: expected a mapping with name, description, wordings, headings, answer")
     unknown = set(entry) - {"name", "description", "wordings", "headings", "answer", "synonyms", "stated_by",
-                            "alternatives", "states", "not_this"}
+                            "alternatives", "states", "not_this", "cues"}
     if unknown:
         raise TaxonomyError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     name = entry.get("name")
@@ -234,7 +242,8 @@ def kind_from_dict(entry, where: str = "clause kind", source: str = "built-in") 
                       answer=answer, synonyms=_strings(entry, "synonyms", where, False), source=source,
                       stated_by=_strings(entry, "stated_by", where, False),
                       alternatives=_alternatives(entry, where),
-                      states=_expressions(entry, "states", where), not_this=_expressions(entry, "not_this", where))
+                      states=_expressions(entry, "states", where), not_this=_expressions(entry, "not_this", where),
+                      cues=_expressions(entry, "cues", where))
 
 
 def _expressions(entry: dict, key: str, where: str) -> tuple[str, ...]:
