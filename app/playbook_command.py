@@ -57,6 +57,7 @@ def add(
     states: Optional[list[str]] = typer.Option(None, help="repeatable: how a clause states itself, in terms and "
                                                           "connectors (\"assign! +12 without +5 consent!\")"),
     not_this: Optional[list[str]] = typer.Option(None, help="repeatable: what says a sentence is not this clause"),
+    cue: Optional[list[str]] = typer.Option(None, help="repeatable: a short phrase its sentences use (same syntax)"),
     file: Optional[Path] = typer.Option(None, "--file", help="a YAML list of kinds instead of the options"),
 ) -> None:
     """Add (or replace, by name) clause kinds of a tenant."""
@@ -64,7 +65,7 @@ def add(
     from app.agent.clauses.taxonomy import TaxonomyError
 
     if file is not None:
-        if name or description or wording or heading or synonym or states or not_this:
+        if name or description or wording or heading or synonym or states or not_this or cue:
             _fail("give either --file or --name/--description/--wording/..., not both")
         entries = _entries_from_file(file)
     else:
@@ -72,7 +73,7 @@ def add(
             _fail("--name is required (or --file kinds.yaml)")
         entries = [{"name": name, "description": description, "wordings": list(wording or []) or None,
                     "headings": list(heading or []), "answer": answer, "synonyms": list(synonym or []),
-                    "states": list(states or []), "not_this": list(not_this or [])}]
+                    "states": list(states or []), "not_this": list(not_this or []), "cues": list(cue or [])}]
     try:
         kinds = playbook.add_kinds(_engine(), tenant, entries)
     except TaxonomyError as exc:

@@ -36,6 +36,8 @@ class PlaybookKindIn(BaseModel):
                                           "(\"assign! +12 without +5 consent!\"): an answer's quote must match one")
     not_this: list[str] = Field(default_factory=list, max_length=40,
                                 description="what says a sentence is not this clause (same syntax)")
+    cues: list[str] = Field(default_factory=list, max_length=60,
+                            description="short phrases its sentences use (same syntax): which sentence is quoted first")
 
 
 def _engine(request: Request):

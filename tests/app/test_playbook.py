@@ -90,7 +90,8 @@ def test_the_cli_adds_lists_and_removes_per_tenant(tmp_path, monkeypatch):
     assert "non-disparagement [clause]" in out1 and "escrow" not in out1
     assert "source code escrow" in out2 and "disparage" not in out2
     r = run(cli, ["playbook", "add", "--tenant", "t2", "--name", "escrow release", "--description", "When it is "
-                  "released.", "--wording", "released from escrow", "--states", "releas! +8 escrow"])
+                  "released.", "--wording", "released from escrow", "--states", "releas! +8 escrow",
+                  "--cue", "releas!"])
     assert r.exit_code == 0, r.output
     broken = run(cli, ["playbook", "add", "--tenant", "t2", "--name", "escrow fee", "--description", "The fee.",
                        "--wording", "escrow fee", "--states", "(fee +3 escrow"])
@@ -140,9 +141,10 @@ def test_rest_playbook_is_per_tenant_and_validates(client):
     assert client.post("/api/playbook", headers=T1, json=dated).json()["stated_by"] == ["shall close on"]
     assert client.delete("/api/playbook/closing date", headers=T1).status_code == 200
     # how a clause states itself, in terms and connectors: kept, read back, and a malformed one refused by name
-    stated = {**ESCROW, "states": ["deposit! +12 source code"], "not_this": ["no +6 deposit!"]}
+    stated = {**ESCROW, "states": ["deposit! +12 source code"], "not_this": ["no +6 deposit!"], "cues": ["escrow!"]}
     back = client.post("/api/playbook", headers=T1, json=stated).json()
     assert back["states"] == ["deposit! +12 source code"] and back["not_this"] == ["no +6 deposit!"], back
+    assert back["cues"] == ["escrow!"], back
     broken = client.post("/api/playbook", headers=T1, json={**ESCROW, "states": ["deposit! +12"]})
     assert broken.status_code == 422 and "states" in broken.json()["detail"], broken.text
     assert client.delete(f"/api/playbook/{ESCROW['name']}", headers=T1).status_code == 200
