@@ -100,3 +100,19 @@ def test_what_a_report_question_asks_for_is_read_by_data():
     assert (a.kind, a.count_noun) == ("count", "employ")
     assert ask_of("How many years does the plan run?").kind == "duration"
     assert ask_of("What is the weighted average remaining amortization period for intangibles?").kind == "duration"
+
+
+def test_a_kinds_cues_rank_the_sentence_that_states_it_first():
+    """The agreement date's cues (dated, day of, a month...) put the signing sentence first; ranked by the words of
+    the kind's wordings alone, "remain in full force and effect" came first (it shares "effect") and the verifier
+    weighs a quote's rank."""
+    from app.agent.quotes import candidate_quotes
+    from app.agent.text import content_words
+
+    kind = built_in().get("agreement date")
+    text = ("This Agreement shall remain in full force and effect until revoked by any of the parties hereto. "
+            "IN WITNESS WHEREOF, the undersigned hereby execute this Agreement this 14th day of February 2020.")
+    first = candidate_quotes(text, kind, content_words("What is the date of the agreement?"))[0]
+    assert "14th day of February 2020" in first, first
+    no_cues = kind_from_dict(dict(kind.to_dict(), cues=[]))
+    assert kind.cue_score(first) > no_cues.cue_score(first)
