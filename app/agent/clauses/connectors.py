@@ -45,10 +45,9 @@ def words(text: str) -> list[str]:
     return WORD.findall(NON.sub("non", text.lower()))
 
 
-@lru_cache(maxsize=8192)
 def sentences(text: str) -> tuple["Sentence", ...]:
-    """Each sentence of ``text`` (``ingest.sentences``: "Inc." ends none), split at semicolons too; kept for the
-    next expression (a quote is read by every expression of its kind, by the check and by the ranking)."""
+    """Each sentence of ``text`` (``ingest.sentences``: "Inc." ends none), split at semicolons too; a sentence keeps
+    the verdicts of the expressions read on it (no module-level memo: document text is not kept between calls)."""
     return tuple(Sentence(ws) for a, b in sentence_spans(text) for part in SEMICOLON.split(text[a:b])
                  if (ws := words(part)))
 
