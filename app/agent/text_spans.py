@@ -4,8 +4,9 @@
 a percentage, a count ("How many employees ..." -> "1,620"), a date or period ("When ..."), years ("In which
 years ..."), a duration ("How long ..."), a reason ("Why ..." -> the clause after "due to"), a list ("What are
 the contract types?" -> the items) or a description (the sentence itself). How questions ask for each kind is data
-(vocabulary.yaml ``answer_kinds``, terms and connectors read by ``app.agent.clauses.connectors``). ``extract(ask, sentence)`` reads that
-span off one sentence, verbatim, or returns None when the sentence does not state it.
+(vocabulary.yaml ``answer_kinds``, terms and connectors read by ``app.agent.clauses.connectors``).
+``extract(ask, sentence)`` reads that span off one sentence, verbatim, or returns None when the sentence does not
+state it.
 """
 from __future__ import annotations
 
