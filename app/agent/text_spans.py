@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from app.agent.clauses.connectors import compile_expression, sentences
 from app.agent.text import content_words, stem
 from app.agent.text_terms import FILLER, key_words
 from app.agent.vocabulary import vocabulary, word_lists
@@ -100,8 +101,6 @@ def asked_head(ql: str) -> str:
 def answer_kinds() -> list[tuple[str, tuple, tuple]]:
     """(kind, what asks for it, what says it is not) of vocabulary.yaml ``answer_kinds``, in order, compiled once
     (a word list's name, ``@amount_nouns``, stands for one of its words)."""
-    from app.agent.clauses.connectors import compile_expression
-
     lists = {f"@{name}": "(" + "|".join(words) + ")" for name, words in word_lists("answer_words").items()}
 
     def compiled(exprs) -> tuple:
@@ -114,8 +113,6 @@ def asked_kind(ql: str, head: str = "") -> str:
     """The kind of answer a question asks for (amount, percent, count, date, years, duration, reason, table, list),
     read by the first entry of ``answer_kinds`` that matches it, or whose kind the head of what is asked names
     (``asked_head``); "text" (a description) when none does."""
-    from app.agent.clauses.connectors import sentences
-
     split = sentences(ql) + tuple(s for part in ql.split(",")[1:] for s in sentences(part)[:1])  # "..., why"
     for kind, asks, unless in answer_kinds():
         if kind == head or (any(e.matches(s) for s in split for e in asks)
