@@ -39,9 +39,7 @@ def sentence_score(sentence: str, kind, qwords: set[str]) -> float:
     words = content_words(sentence)
     score = len(words & qwords) / (len(qwords) or 1)
     if kind is not None:
-        score += kind.cue_score(sentence)
-        if kind.states and kind.states_clause(sentence):
-            score += 1.0
+        score += kind.quote_score(sentence)
     return score
 
 

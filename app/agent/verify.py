@@ -122,9 +122,10 @@ def span_answers(kind, question: str, span: str) -> tuple[bool, str]:
         ok, why = _shares_words(question, span)
         if not ok or not kind.states_clause(span):  # what it says is not this clause still counts
             return False, why if not ok else f"not a {kind.name} clause"
-    elif not kind.states_clause(span) and not (kind.slot in ("date", "parties") and has_slot(kind.slot, span)):
+    slot_stated = has_slot(kind.slot, span)
+    if kind.states and not kind.states_clause(span) and not (kind.slot in ("date", "parties") and slot_stated):
         return False, f"no {kind.name} wording"  # the opening of a contract states its date and parties many ways
-    if not has_slot(kind.slot, span):
+    if not slot_stated:
         return False, f"no {kind.slot} stated"
     return True, "ok"
 

@@ -145,7 +145,16 @@ class ClauseKind:
         """0..3: how much ``text`` reads like this clause: the distinct ``cues`` it has (without cues, the content
         words of the kind's wordings it uses), each ``states`` expression that matches counting two more (four make
         the most); 0 for a text that says it is not this clause."""
+        return self._cue_score(text, sentences(text))
+
+    def quote_score(self, text: str) -> float:
+        """``cue_score``, one more where ``text`` states the clause (a kind with ``states`` only): how a sentence
+        of a passage ranks as the quote, its sentences read once for both."""
         split = sentences(text)
+        stated = bool(self._states) and any(self._states_in(sent) for sent in split)
+        return self._cue_score(text, split) + (1.0 if stated else 0.0)
+
+    def _cue_score(self, text: str, split) -> float:
         if self._not_this and any(e.matches(sent) for sent in split for e in self._not_this) \
                 and not any(self._states_in(sent) for sent in split):
             return 0.0
