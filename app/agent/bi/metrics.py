@@ -30,10 +30,14 @@ class CatalogueError(ValueError):
     """``metrics.yaml`` has an invalid entry (the message names it and the field)."""
 
 
-def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict, list]:
+def _read(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def _load(path: Path = DATA_FILE, data: Optional[dict] = None) -> tuple[list, dict, list, dict, list]:
     """(LIBRARY, CONCEPTS, ALIASES, PARTS, JUDGEMENTS) from the metric catalogue: read once, at import (a data
-    file shipped with the code, not a document fact)."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    file shipped with the code, not a document fact); ``data``: the file already parsed."""
+    data = _read(path) if data is None else data
     library, concepts, aliases, parts, judgements = [], {}, [], {}, []
     for i, e in enumerate(data.get("metrics") or []):
         where = f"{path.name}: metric {e.get('name') or i!r}"
@@ -72,9 +76,9 @@ def _load(path: Path = DATA_FILE) -> tuple[list, dict, list, dict, list]:
     return library, concepts, aliases, parts, judgements
 
 
-def _statement_names(path: Path = DATA_FILE) -> list[tuple[str, re.Pattern]]:
+def _statement_names(path: Path = DATA_FILE, data: Optional[dict] = None) -> list[tuple[str, re.Pattern]]:
     """(statement kind, how a question names it as its source), in the catalogue's order."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = _read(path) if data is None else data
     names = data.get("statements") or {}
     if set(names) != set(STATEMENTS) or not all(isinstance(v, list) and v for v in names.values()):
         raise CatalogueError(f"{path.name}: statements must name each of {', '.join(STATEMENTS)} by a list of phrases")
@@ -107,8 +111,9 @@ _REFS = frozenset({"dio", "dso", "dpo", "ebitda", "free cash flow"})
 
 # the catalogue: metrics (in file order), line item -> (row labels filings use, statement read from, absolute value:
 # outflows / expenses printed in parentheses on one statement and not on another), and how analysts name items
-LIBRARY, CONCEPTS, ALIASES, PARTS, JUDGEMENTS = _load()
-STATEMENT_NAMES = _statement_names()
+_CATALOGUE = _read(DATA_FILE)  # parsed once for both readers
+LIBRARY, CONCEPTS, ALIASES, PARTS, JUDGEMENTS = _load(data=_CATALOGUE)
+STATEMENT_NAMES = _statement_names(data=_CATALOGUE)
 
 
 def concept_of(name: str) -> Optional[str]:
