@@ -84,14 +84,14 @@ def make_rag_nodes(deps: AgentDeps):
         found = text_answer(asked, ranked, full, kinds=FIGURE_ASKS if clause_held else None)
         if found:
             cands.append(as_candidate(found, "rag", "text", rank=len(cands)))
-        if (ctype is None and graded and not any(c["check"] for c in cands) and not past_budget(config, 0.5)
+        if (kind is None and graded and not any(c["check"] for c in cands) and not past_budget(config, 0.5)
                 and (deps.settings.draft_unverifiable or can_support("rag:model"))):
             drafted = _model_answer(deps, state, config, graded[:MAX_CONTEXT_PASSAGES])
             if drafted:
                 cands.append(as_candidate(drafted, "rag", "model", rank=len(cands)))
         # a question of no known kind: the best sentence of each unit the finder read for its own words, as many
         # as a kind's clause candidates come from, each weighed by the verifier
-        cands += passage_candidates(question, kind, passages[:RELATED if ctype else ANSWER_PASSAGES], start=len(cands))
+        cands += passage_candidates(question, kind, passages[:RELATED if kind else ANSWER_PASSAGES], start=len(cands))
         return {"candidates": cands}
 
     return retrieve, grade, answer_rag

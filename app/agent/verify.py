@@ -72,7 +72,7 @@ HEADING_LEAD = re.compile(r"^\s*(?:(?:section|article|clause)\s+)?[\dIVX]+(?:\.\
 
 
 def _norm_ws(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
+    return flat(text).strip().lower()
 
 
 def start_date(span: str) -> str:

@@ -129,7 +129,7 @@ class Expression:
                         joined.add((min(a0, b0), max(a1, b1)))
                     elif kind == "s" and (b0 >= a1 or a0 >= b1):
                         joined.add((min(a0, b0), max(a1, b1)))
-            spans = sorted(joined)
+            spans = list(joined)
         return bool(spans)
 
 
@@ -160,11 +160,7 @@ def _term(text: str, expr: str) -> Term:
         plain = expand_phrase(text)
     except ValueError as exc:
         raise ConnectorError(f"{expr!r}: {exc}") from exc
-    alts = []
-    for p in plain:
-        ws = tuple(w if w == "NUM" else w.lower() for w in _pattern_words(p))
-        if ws:
-            alts.append(ws)
+    alts = [ws for p in plain if (ws := tuple(_pattern_words(p)))]  # words lower-cased, NUM kept
     if not alts:
         raise ConnectorError(f"{expr!r}: the term {text!r} has no word")
     return Term(tuple(dict.fromkeys(alts)))
@@ -173,8 +169,11 @@ def _term(text: str, expr: str) -> Term:
 def _pattern_words(phrase: str) -> list[str]:
     out = []
     for w in phrase.split():
-        if w == "NUM" or (w.startswith("*") and w[1:].isalnum()):
-            out.append(w.lower() if w != "NUM" else w)
+        if w == "NUM":
+            out.append(w)
+            continue
+        if w.startswith("*") and w[1:].isalnum():
+            out.append(w.lower())
             continue
         bang = w.endswith("!")
         parts = words(w.rstrip("!"))
@@ -189,9 +188,9 @@ def compile_expression(expr: str) -> Expression:
     """The matcher for one expression; ``ConnectorError`` says what is wrong with it."""
     if not isinstance(expr, str) or not expr.strip():
         raise ConnectorError("an empty expression")
-    terms, conns = [], []
     body = " ".join(expr.split())
     anchored = body.startswith("^ ")
+    terms, conns = [], []
     for part in _split(body[2:] if anchored else body):  # terms and connectors alternate, a term first and last
         m = CONNECTOR.match(part)
         if m:
@@ -200,4 +199,4 @@ def compile_expression(expr: str) -> Expression:
             terms.append(_term(part, expr))
     if len(terms) > MAX_TERMS:
         raise ConnectorError(f"{expr!r}: more than {MAX_TERMS} terms")
-    return Expression(" ".join(expr.split()), tuple(terms), tuple(conns), anchored)
+    return Expression(body, tuple(terms), tuple(conns), anchored)
