@@ -73,4 +73,9 @@ def load_calibration(path: str = str(CALIBRATION)) -> Calibrations:
 
 
 def candidate_kind(candidate: dict) -> str:
-    return f"{candidate.get('route') or 'rag'}:{candidate.get('source') or 'passage'}"
+    """route:source; a passage carrying the clause finder's pick (``picked``: a question of no known kind about an
+    agreement, its best sentence weighed over every unit read) is a kind of its own, ``rag:pick``: it is right far
+    more often than a passage read alone (CUAD-dev, kinds off: 737 of 3,012 such candidates), so one fit of both
+    held it to the filings' passages' threshold and supported 46 of 1,197 answers."""
+    kind = f"{candidate.get('route') or 'rag'}:{candidate.get('source') or 'passage'}"
+    return "rag:pick" if kind == "rag:passage" and candidate.get("picked") else kind

@@ -41,7 +41,7 @@ contradicts when the question speaks of how the contract states it ("become effe
 clause span that says the question's words only where it refers back to them ("the license granted under this
 Agreement will be exclusive": ``clauses.references``), a passage quoted whole that is a table's cells
 (``table_cells``: a table is read by the BI route, row by column; a span read off its cells, such as the years of
-its header, may answer).
+its header, may answer), or only a heading ("3.0 License Grant": it names the clause; the parties' names aside).
 A BI program's ``cov`` is the share of the question's item words its rows, columns and title explain
 (``bi.grounding``). The weights and thresholds are calibrated on the dev sets per kind of candidate
 (``app/evaluation/calibrate.py`` writes ``app/data/verifier.json``) for supported precision >= 0.9; a kind the
@@ -60,7 +60,7 @@ from app.agent.calibration import Calibrations, candidate_kind, load_calibration
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.references import referred_only
 from app.agent.clauses.taxonomy import asked_words, stems
-from app.agent.text import flat
+from app.agent.text import flat, heading_like
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
 from app.agent.verify import DATE, answer_in_span, has_slot
@@ -188,6 +188,9 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
         gates.append(f"not in the cited text: {', '.join(missing[:4])}")
     if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and table_cells(span):
         gates.append("the cited text is a table's cells, not a sentence that states the answer")
+    if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and heading_like(span) \
+            and _slot_for(frame, kind) != "parties":  # a title line may be the parties' names
+        gates.append("the cited text is a heading: it names what a clause is about and states nothing")
     if frame is not None and frame.doc_ids is not None:
         outside = [c for c in candidate.get("citations") or [] if c.get("doc_id") not in frame.doc_ids]
         if outside:
