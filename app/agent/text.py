@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from app.agent.vocabulary import base_forms, word_lists
+from app.agent.vocabulary import base_forms, number_words, word_lists
 
 STOPWORDS = set("""a an and are as at be been by can could did do does for from had has have how i if in into is it
 its may might more most much of on or our shall should so such than that the their them then there these they
@@ -12,6 +12,14 @@ all each per between during please tell me give show list many does did over doe
 WORD = re.compile(r"[a-z0-9]+")
 FORMS = base_forms()  # irregular forms (app/data/vocabulary.yaml `word_forms`)
 SENTENCE = re.compile(r"(?:[^.;]|[.;](?=\d))+(?:[.;]|$)")
+NUMBER_WORDS = number_words()  # "twelve" -> 12 (app/data/vocabulary.yaml `number_words`)
+
+
+def number_word_pattern(low: int = 1, high: int = 10 ** 9) -> str:
+    """A regex alternation of the number words of value ``low`` <= v < ``high`` (longest first: "fourteen" before
+    "four")."""
+    ws = sorted((w for w, v in NUMBER_WORDS.items() if low <= v < high), key=lambda w: (-len(w), w))
+    return "|".join(map(re.escape, ws))
 
 
 def stem(word: str) -> str:

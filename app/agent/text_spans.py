@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from app.agent.clauses.connectors import compile_expression, sentences
-from app.agent.text import content_words, stem
+from app.agent.text import content_words, number_word_pattern, stem
 from app.agent.text_terms import FILLER, key_words
 from app.agent.vocabulary import vocabulary, word_lists
 
@@ -38,8 +38,8 @@ DATES = [  # most specific first
     re.compile(r"\b(?:fiscal(?: year)?|FY)\s*'?\d{2,4}\b", re.I),
     YEAR,
 ]
-DURATION = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
-                      r"twenty|thirty|forty|fifty)(?:\s+to\s+\d+(?:\.\d+)?)?[\s-]+(?:years?|months?|weeks?|days?)\b"
+DURATION = re.compile(rf"\b(?:\d+(?:\.\d+)?|{number_word_pattern()})(?:\s+to\s+\d+(?:\.\d+)?)?[\s-]+"
+                      r"(?:years?|months?|weeks?|days?)\b"
                       r"|\b(?:annually|quarterly|monthly|weekly|daily|semi-annually|indefinite(?:ly)?)\b"
                       r"|\b(?:an? )?(?:annual|quarterly|monthly) basis\b", re.I)
 CAUSE = re.compile(r"\b(?:(?:primarily|mainly|largely|principally|partially|partly|mostly|in part|chiefly)\s+)?"
@@ -245,7 +245,7 @@ def year_series(sentence: str) -> list[str]:
     return [y.group(0) for y in YEAR.finditer(m.group(0))] if m else []
 
 
-NUMBER_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+COUNT_WORDS = number_word_pattern(2, 100)  # "three segments" ("one" is as often a pronoun)
 
 
 def pick_figure(ask: Ask, sentence: str, percent: bool | None, money: bool = True) -> list[str]:
@@ -320,7 +320,7 @@ def extract(ask: Ask, sentence: str) -> str | None:
     if ask.kind == "count":
         vals = pick_figure(ask, s, False, money=False)
         if not vals:
-            m = re.search(rf"\b({NUMBER_WORDS})\s+(?:[a-z-]+\s+)?([a-z-]+)", s, re.I)
+            m = re.search(rf"\b({COUNT_WORDS})\s+(?:[a-z-]+\s+)?([a-z-]+)", s, re.I)
             return m.group(1) if m and ask.count_noun and stem(m.group(2).lower()) == ask.count_noun else None
         if ask.multi:
             return " and ".join(vals)

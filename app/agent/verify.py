@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 
-from app.agent.text import content_words, flat
+from app.agent.text import content_words, flat, number_word_pattern
 from app.agent.text_terms import key_words
 from app.agent.vocabulary import phrase_pattern, word_lists
 
 MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-NUMWORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|" \
-          r"forty-five|fifty|sixty|ninety|hundred|\d+)"
+NUMWORD = rf"(?:{number_word_pattern()}|\d+)"
 DATE = re.compile(
     rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,\s*|\s+)\d{{4}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?{MONTH},?\s+\d{{4}}\b"
     rf"|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|\b\d{{4}}-\d{{2}}-\d{{2}}\b|\bday of\s+{MONTH},?\s+(?:\d{{4}}|\[)", re.I)

@@ -41,6 +41,11 @@ def contract_words() -> frozenset[str]:
     return frozenset(v for w in vocabulary().get("contract_words") or () for v in plurals(str(w)))
 
 
+def number_words() -> dict[str, int]:
+    """How a number is spelt, with its value ("twelve" -> 12)."""
+    return {str(w).lower(): int(v) for w, v in (vocabulary().get("number_words") or {}).items()}
+
+
 def expand_phrase(phrase: str) -> list[str]:
     """The plain phrases a data phrase stands for: ``(a|b)`` one of, ``[a]`` optional, in the order written
     ("[accounts] (payable|payables)" -> "accounts payable", "accounts payables", "payable", "payables")."""

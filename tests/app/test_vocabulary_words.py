@@ -98,3 +98,18 @@ def test_an_irregular_form_is_read_as_its_word():
                 vocabulary.base_forms()
     finally:
         vocabulary.base_forms.cache_clear()
+
+
+def test_a_number_word_is_read_from_one_list_by_the_matcher_the_verifier_and_the_text_answer():
+    """`vocabulary.yaml number_words` is the one list: the verifier's duration slot, the text answer's durations and
+    the matcher's NUM all read "thirteen" and "seventy" (three lists in code had different members)."""
+    from app.agent.clauses.connectors import compile_expression
+    from app.agent.text import NUMBER_WORDS, number_word_pattern
+    from app.agent.text_spans import DURATION
+    from app.agent.verify import has_slot
+
+    assert NUMBER_WORDS["thirteen"] == 13 and NUMBER_WORDS["seventy"] == 70
+    assert has_slot("duration", "The warranty runs for thirteen (13) months from delivery.")
+    assert DURATION.search("payable within seventy days of the invoice")
+    assert compile_expression("within +1 NUM +1 day!").search("Payment is due within seventy days.")
+    assert "four" in number_word_pattern(2, 100).split("|") and "one" not in number_word_pattern(2, 100).split("|")

@@ -23,13 +23,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.agent.text import WORD
+from app.agent.text import NUMBER_WORDS, WORD
 from app.agent.vocabulary import expand_phrase
 from ingest.sentences import sentence_spans
 
-NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-                         "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
-                         "hundred thousand".split())
 NON = re.compile(r"\bnon[-\u2011\s]+(?=[a-z])")
 CONNECTOR = re.compile(r"^(?:\+(\d+)|/(\d+)|/s)$")
 SEMICOLON = re.compile(r";(?=\s|$)")
