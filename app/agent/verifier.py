@@ -202,8 +202,12 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     if asked == "date" and slot == "duration":
         asked = slot  # "when does it expire?" of a term: "continues for three (3) years" says when
     defining = frame is not None and slot not in (None, "", "clause") and defines(frame.query, span)
-    if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining:
-        # (the contract's own definition of the term asked answers it: an Effective Date defined by an event)
+    # "when must invoices be paid?" of no known kind: "within thirty (30) days of receipt" says when (a kind's date,
+    # an agreement's or an effective date, is a date); the contract's own definition of the term asked answers it
+    # too (an Effective Date defined by an event)
+    relative = asked == "date" and kind is None and has_slot("duration", span)
+    if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining \
+            and not relative:
         gates.append(f"no {asked} stated, and the question asks for one")
     if frame is not None and frame.ask == "years" and candidate.get("route") == "rag" and span \
             and not YEAR.search(span):

@@ -474,3 +474,24 @@ def test_a_passage_that_is_only_a_heading_is_never_supported():
     kind = SimpleNamespace(answer="parties", description="", wordings=())
     _, gates = features(who, {**cand("ACME CORP. AND BETA LLC"), "source": "passage"}, 0.6, 0.6, kind)
     assert not any("is a heading" in g for g in gates), gates
+
+
+def test_a_duration_says_when_for_a_question_of_no_known_kind_but_not_for_a_kinds_date():
+    """"When must the customer pay invoices?": "within thirty (30) days of receipt" says when; it was gated as "no
+    date stated" and the answer became the contract's opening, which states a date. The date of a kind (an
+    agreement's, an effective date) is still a date."""
+    from types import SimpleNamespace
+
+    from app.agent.verifier import features
+
+    frame = SimpleNamespace(query="When must the customer pay invoices?", doc_ids=None, ask="date")
+    span = "4.1 Invoices. Customer pays each undisputed invoice within thirty (30) days of receipt."
+    _, gates = features(frame, {**cand(span), "source": "passage"}, 0.6, 0.6)
+    assert not any("no date stated" in g for g in gates), gates
+    _, gates = features(frame, {**cand("Supplier provides the Services with reasonable care."), "source": "passage"},
+                        0.6, 0.6)
+    assert any("no date stated" in g for g in gates), gates
+    kind = SimpleNamespace(answer="date", description="", wordings=())
+    asked = SimpleNamespace(query="When does this agreement become effective?", doc_ids=None, ask="date")
+    _, gates = features(asked, {**cand("The term is three (3) years."), "source": "passage"}, 0.6, 0.6, kind)
+    assert any("no date stated" in g for g in gates), gates
