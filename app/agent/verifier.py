@@ -188,9 +188,6 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
         gates.append(f"not in the cited text: {', '.join(missing[:4])}")
     if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and table_cells(span):
         gates.append("the cited text is a table's cells, not a sentence that states the answer")
-    if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and heading_like(span) \
-            and _slot_for(frame, kind) != "parties":  # a title line may be the parties' names
-        gates.append("the cited text is a heading: it names what a clause is about and states nothing")
     if frame is not None and frame.doc_ids is not None:
         outside = [c for c in candidate.get("citations") or [] if c.get("doc_id") not in frame.doc_ids]
         if outside:
@@ -198,6 +195,9 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     words = set(key_words(frame.query)) if frame is not None else set()
     sections = " ".join(c.get("section") or "" for c in candidate.get("citations") or [])
     slot = _slot_for(frame, kind)
+    if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and heading_like(span) \
+            and slot != "parties":  # a title line may be the parties' names
+        gates.append("the cited text is a heading: it names what a clause is about and states nothing")
     asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
     if asked == "date" and slot == "duration":
         asked = slot  # "when does it expire?" of a term: "continues for three (3) years" says when
