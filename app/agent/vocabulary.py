@@ -41,6 +41,11 @@ def contract_words() -> frozenset[str]:
     return frozenset(v for w in vocabulary().get("contract_words") or () for v in plurals(str(w)))
 
 
+def agreement_names() -> frozenset[str]:
+    """The words by which a contract's opening names itself ("agreement", "lease")."""
+    return frozenset(str(w).lower() for w in vocabulary().get("agreement_names") or ())
+
+
 def number_words() -> dict[str, int]:
     """How a number is spelt, with its value ("twelve" -> 12)."""
     return {str(w).lower(): int(v) for w, v in (vocabulary().get("number_words") or {}).items()}
