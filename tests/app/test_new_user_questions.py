@@ -156,3 +156,12 @@ def test_when_an_agreement_that_remains_in_force_for_years_expires(sample_servic
     a = sample_service.ask(TENANT, "When does the NDA expire?")
     assert a.supported, a.answer
     assert _cited_files(a) == {NDA} and any("three (3) years" in c.quote for c in a.citations), a.answer
+
+
+def test_when_invoices_are_paid_is_answered_by_the_clause_that_gives_the_days(sample_service):
+    """"When must the customer pay invoices?" asks when, and §4.1 says it in days ("within thirty (30) days of
+    receipt"): it was gated as stating no date, and the answer became the MSA's opening, which states one."""
+    a = sample_service.ask(TENANT, "When must the customer pay invoices under the MSA?")
+    found = a.answer.split("Related passages")[0]
+    assert "thirty" in found and "(30) days" in found and "1 March 2024" not in found, a.answer
+    assert MSA in found and "4.1" in found and NDA not in found, a.answer  # verified or not, where it stands
