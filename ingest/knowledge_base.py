@@ -21,6 +21,7 @@ from ingest.embedder import Embedder, shared_embedder
 from ingest.ocr import OcrConfig
 from ingest.models import Chunk, Document, DocumentFactsRow, DocumentVersion, TableEntry
 from ingest.pipeline import DocumentPipeline, PipelineLimits
+from ingest.read_ahead import read_ahead
 from ingest.sql_guard import run_readonly
 from ingest.store.sql import make_engine
 from ingest.tables.catalogue import table_info
@@ -76,7 +77,7 @@ class KnowledgeBase:
             self.pipeline.on_ocr_page = lambda name, page: report(ProgressEvent("ocr_page", job_id, 0, total, name, page))
             try:
                 # the next files are parsed on a read-ahead thread while this one is embedded and stored
-                prepared = closing(self.pipeline.read_ahead([(Path(i.path), i.filename) for i in pending], tenant))
+                prepared = closing(read_ahead(self.pipeline, [(Path(i.path), i.filename) for i in pending], tenant))
                 with prepared:
                     for item, prep in zip(pending, prepared.thing):
                         report(ProgressEvent("file_start", job_id, item.seq, total, item.filename))

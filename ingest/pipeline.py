@@ -17,7 +17,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import sqlalchemy as sa
 from sqlmodel import Session, delete, select
@@ -293,12 +293,6 @@ class DocumentPipeline:
         with Session(self.engine) as s:
             doc = s.get(Document, doc_id)
             return doc.version if doc else 0
-
-    def read_ahead(self, items: list[tuple[Path, str]], tenant: str, depth: int = READ_AHEAD) -> Iterator[Prepared]:
-        """``prepare`` each file on a worker thread ahead of the consumer (see ``ingest.read_ahead``)."""
-        from ingest.read_ahead import read_ahead
-
-        return read_ahead(self, items, tenant, depth)
 
     def _index(self, tenant: str, doc_id: str, version: int, chunks: list[TextChunk], sparse: list[SparseVec],
                stage) -> None:
