@@ -130,7 +130,7 @@ def build_chat_model(settings):
     if settings.llm_base_url:
         return OpenAIChatModel(settings.llm_base_url, settings.llm_model_name, settings.llm_api_key,
                                settings.engine_max_model_len)
-    from engine.llm_engine import LLM
+    from engine.llm import LLM
     llm = LLM(settings.resolved_llm_model, max_model_len=settings.engine_max_model_len,
               max_num_seqs=settings.engine_max_num_seqs, memory_gib=settings.engine_memory_cap_gib,
               kv_dtype=settings.engine_kv_dtype, chunk_tokens=settings.engine_chunk_tokens,

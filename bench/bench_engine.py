@@ -57,7 +57,7 @@ def make_llm(path: Path, loaded, kernels: str = "auto", speculative: bool = Fals
     """An ``LLM`` on the loaded weights. ``kernels="default"``: per-sequence decode attention (the reference
     the batched CPU path replaced), swapped into the paged context; ``auto`` is what the engine picks."""
     from engine.kernels import select_ops
-    from engine.llm_engine import LLM
+    from engine.llm import LLM
 
     from engine.kernels.cpu_decode_attention import bf16_decode
 

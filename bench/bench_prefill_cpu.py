@@ -86,7 +86,7 @@ def line(name: str, runs: list[tuple[float, float]], tokens: int) -> str:
 
 
 def main() -> int:
-    from engine.llm_engine import LLM
+    from engine.llm import LLM
     from engine.loader import load_model
 
     path = packaged_llm_gguf()

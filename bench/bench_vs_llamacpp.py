@@ -72,7 +72,7 @@ def llama_cpp(path: Path):
 
 
 def make_llm(path: Path, loaded, seqs: int, max_len: int, speculative: bool = False, compile_decode: str = "off"):
-    from engine.llm_engine import LLM
+    from engine.llm import LLM
 
     from engine.kernels.cpu_prefill_attention import bf16_prefill
 

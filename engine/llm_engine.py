@@ -1,7 +1,7 @@
 """LLMEngine: the step loop (schedule -> run -> postprocess -> detokenize), one step at a time, not thread-safe.
 
-The thread-safe facade that runs it on a background thread, ``LLM``, lives in engine/llm.py (and is
-importable from here).
+The thread-safe facade that runs it on a background thread, ``LLM``, lives in engine/llm.py (it imports this
+module; this one does not import it back).
 """
 from __future__ import annotations
 
@@ -239,6 +239,3 @@ class LLMEngine:
         if c is None:
             return f"off: {self.runner.compiled_off}" if self.runner.compiled_off else "off"
         return c.state()
-
-
-from engine.llm import LLM, TextStream  # noqa: E402,F401  (the facade; importable from here as before)

@@ -21,7 +21,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from engine.llm_engine import LLM, RequestOutput
+from engine.llm import LLM
+from engine.llm_engine import RequestOutput
 from engine.sampling import SamplingParams
 from engine.scheduler import QueueFull, RequestTooLarge
 from engine.snapshot import owned_name

@@ -18,7 +18,7 @@ def tiny_hybrid():
 @pytest.fixture(scope="session")
 def smollm2_llm():
     from app.settings import packaged_llm_gguf
-    from engine.llm_engine import LLM
+    from engine.llm import LLM
 
     llm = LLM(packaged_llm_gguf(), max_model_len=1024, max_num_seqs=4, memory_gib=2.0, kv_dtype="float32",
               chunk_tokens=64)

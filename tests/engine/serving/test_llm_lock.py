@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from engine.llm_engine import LLM
+from engine.llm import LLM
 from engine.sampling import SamplingParams
 
 

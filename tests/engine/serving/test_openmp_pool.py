@@ -78,7 +78,7 @@ def test_an_idle_engine_loop_gives_its_openmp_workers_back():
     import time
 
     from app.settings import packaged_llm_gguf
-    from engine.llm_engine import LLM
+    from engine.llm import LLM
     from engine.openmp import LoadAwareTeam
     from engine.sampling import SamplingParams
 
