@@ -186,7 +186,8 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     missing = [m for m in missing if not NAME_OK.match(m)]
     if not ok and missing and candidate.get("route") != "bi":
         gates.append(f"not in the cited text: {', '.join(missing[:4])}")
-    if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and table_cells(span):
+    passage = candidate.get("route") == "rag" and candidate.get("source") == "passage" and bool(span)
+    if passage and table_cells(span):
         gates.append("the cited text is a table's cells, not a sentence that states the answer")
     if frame is not None and frame.doc_ids is not None:
         outside = [c for c in candidate.get("citations") or [] if c.get("doc_id") not in frame.doc_ids]
@@ -195,19 +196,17 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     words = set(key_words(frame.query)) if frame is not None else set()
     sections = " ".join(c.get("section") or "" for c in candidate.get("citations") or [])
     slot = _slot_for(frame, kind)
-    if candidate.get("route") == "rag" and candidate.get("source") == "passage" and span and heading_like(span) \
-            and slot != "parties":  # a title line may be the parties' names
+    if passage and heading_like(span) and slot != "parties":  # a title line may be the parties' names
         gates.append("the cited text is a heading: it names what a clause is about and states nothing")
     asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
-    if asked == "date" and slot == "duration":
-        asked = slot  # "when does it expire?" of a term: "continues for three (3) years" says when
+    if asked == "date" and (slot == "duration" or kind is None and has_slot("duration", span)):
+        # a duration says when: "when does it expire?" of a term ("continues for three (3) years"), and "when must
+        # invoices be paid?" of no known kind ("within thirty (30) days of receipt"); a kind's date (an agreement's,
+        # an effective date) is a date
+        asked = "duration"
     defining = frame is not None and slot not in (None, "", "clause") and defines(frame.query, span)
-    # "when must invoices be paid?" of no known kind: "within thirty (30) days of receipt" says when (a kind's date,
-    # an agreement's or an effective date, is a date); the contract's own definition of the term asked answers it
-    # too (an Effective Date defined by an event)
-    relative = asked == "date" and kind is None and has_slot("duration", span)
-    if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining \
-            and not relative:
+    if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining:
+        # (the contract's own definition of the term asked answers it: an Effective Date defined by an event)
         gates.append(f"no {asked} stated, and the question asks for one")
     if frame is not None and frame.ask == "years" and candidate.get("route") == "rag" and span \
             and not YEAR.search(span):
