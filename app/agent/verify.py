@@ -106,9 +106,12 @@ def has_slot(slot: str, span: str) -> bool:
     return True
 
 
-def span_answers(kind, question: str, span: str) -> tuple[bool, str]:
+def span_answers(kind, question: str, span: str, heading: str = "") -> tuple[bool, str]:
     """(accepted, reason): does ``span`` state the clause of ``kind`` (a taxonomy ``ClauseKind``) and what its
-    answer must state? A question of no known kind (None) must share its content words with the span."""
+    answer must state? A question of no known kind (None) must share its content words with the span.
+    ``heading``: the headings the span stands under; a question about one provision of a clause ("how long do
+    confidentiality obligations survive?") is answered by the sentence that states that provision under the
+    clause's heading, though it does not repeat the clause's own wording (``ClauseKind.states_provision``)."""
     if not span.strip():
         return False, "empty span"
     if kind is None:
@@ -122,7 +125,8 @@ def span_answers(kind, question: str, span: str) -> tuple[bool, str]:
         if not ok or not kind.states_clause(span):  # what it says is not this clause still counts
             return False, why if not ok else f"not a {kind.name} clause"
     slot_stated = has_slot(kind.slot, span)
-    if kind.states and not kind.states_clause(span) and not (kind.slot in ("date", "parties") and slot_stated):
+    if kind.states and not kind.states_clause(span) and not (kind.slot in ("date", "parties") and slot_stated) \
+            and not (heading and kind.states_provision(question, span, heading)):
         return False, f"no {kind.name} wording"  # the opening of a contract states its date and parties many ways
     if not slot_stated:
         return False, f"no {kind.slot} stated"
@@ -145,12 +149,12 @@ def answer_in_span(answer: str, spans: list[str]) -> tuple[bool, list[str]]:
     return not missing, missing
 
 
-def verify(kind, question: str, answer: str, spans: list[str]) -> tuple[bool, str]:
+def verify(kind, question: str, answer: str, spans: list[str], heading: str = "") -> tuple[bool, str]:
     """The verdict on an answer resting on ``spans`` (quotes verbatim from the documents); ``kind``: the
-    taxonomy's ``ClauseKind`` the question asks about, or None."""
+    taxonomy's ``ClauseKind`` the question asks about, or None; ``heading``: the headings the spans stand under."""
     if not spans:
         return False, "no cited span"
-    ok, why = span_answers(kind, question, " ".join(spans))
+    ok, why = span_answers(kind, question, " ".join(spans), heading)
     if not ok:
         return False, why
     ok, missing = answer_in_span(answer, spans)

@@ -131,6 +131,22 @@ class ClauseKind:
             return None
         return self.alternatives[asked[0]][0], self.alternatives[stated[0]][0]  # each way by its first phrase
 
+    def heads(self, heading: str) -> bool:
+        """Whether ``heading`` (a section's title or heading path) names this kind: its name, a synonym or a heading
+        phrase in order ("11. Confidentiality", "ARTICLE 8 - INDEMNIFICATION")."""
+        words = stems(heading)
+        return bool(words) and any(_contains(words, p) for p, _w in self.phrases())
+
+    def states_provision(self, question: str, span: str, heading: str) -> bool:
+        """``span`` states the provision of this clause the question asks about ("how long do confidentiality
+        obligations survive?"): ``heading`` names the kind and the span states at least half (one at the least)
+        of the question's words the kind does not explain ("obligations", "survive")."""
+        rest = self.rest(question)
+        if not rest or not self.heads(heading):
+            return False
+        stated = rest & set(stems(span))
+        return bool(stated) and 2 * len(stated) >= len(rest)
+
     def states_clause(self, text: str) -> bool:
         """Whether ``text`` has a sentence that states this clause: one of ``states`` matches it (any sentence
         where the kind gives none) and none of ``not_this`` ("no license is granted" is no license grant)."""
