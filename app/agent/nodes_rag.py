@@ -22,6 +22,7 @@ from app.agent.clause_search import find_passages
 from app.agent.clauses.definitions import defining_sentence
 from app.agent.clauses.restated import asked_phrases, contradiction, statements
 from app.agent.clauses.finder import OPENING_CHARS
+from app.agent.clauses.units import section_number
 from app.agent.clauses.playbook import taxonomy_for
 from app.agent.filing_scope import without_filing_date
 from app.agent.filing_subject import asks_subject, subject_answer
@@ -31,11 +32,12 @@ from app.agent.repetition import guarded
 from app.agent.frame import QuestionFrame, read_question
 from app.agent.nodes_verify import as_candidate
 from app.agent.state import AgentDeps, AgentState, cancel_event, citation, passage_dict, past_budget
-from app.agent.text import content_words
+from app.agent.text import content_words, heading_like
 from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
 from app.agent.text_terms import key_words
 from app.agent.calibration import can_support
+from app.agent.verifier import unstated_ask
 from app.agent.verify import JURISDICTION, start_date, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
@@ -72,7 +74,8 @@ def make_rag_nodes(deps: AgentDeps):
                 cands.append(as_candidate(found, "rag", "text", read="document"))  # not a search's ranking
         if kind is not None:  # a contract clause: the clause's own sentence(s)
             stated = _stated_elsewhere(deps, state, kind, graded[:ANSWER_PASSAGES])
-            cands += clause_candidates(kind, question, graded[:ANSWER_PASSAGES], stated=stated)
+            cands += clause_candidates(kind, question, graded[:ANSWER_PASSAGES], stated=stated,
+                                       frame=QuestionFrame.from_state(state.get("frame")))
         # the sentence that states it and the span read off it; a question of a clause type gets a figure at most
         ranked = graded + [p for p in passages if p not in graded]
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
@@ -135,12 +138,13 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
 
 
 def clause_candidates(kind, question: str, passages: list[dict], per_passage: int = 2,
-                      stated: list[tuple[str, str]] | None = None) -> list[dict]:
+                      stated: list[tuple[str, str]] | None = None, frame: QuestionFrame | None = None) -> list[dict]:
     """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature.
     ``kind``: the taxonomy's ``ClauseKind`` asked about (None: none); what its answer states (``answer``) is
     read off the quote as a lead-in. ``stated``: the contract's statements of the value asked
     (``_stated_elsewhere``): a date one of them
-    contradicts is marked ``contradicted`` (a hard gate of the verifier)."""
+    contradicts is marked ``contradicted`` (a hard gate of the verifier). ``frame``: the question's, for the value
+    it asks (a duration of "how long ...?")."""
     slot = kind.slot if kind is not None else ""
     qwords, out = content_words(question), []
     for p in passages:
@@ -150,20 +154,37 @@ def clause_candidates(kind, question: str, passages: list[dict], per_passage: in
         defining = defining_sentence(question, p["text"]) if slot not in ("", "clause") else ""
         if defining and not any(defining in q for q in quotes):
             quotes = [defining] + quotes
+        judged = []
         for quote in quotes:
             when = start_date(quote) if slot == "date" else ""  # read once: the lead-in and the gate
             lead = lead_in(slot, quote, when)
-            ok, _why = verify(kind, question, lead, [quote])
-            ok = ok or quote == defining  # the contract's own definition of the term asked about
             cite = citation(p, quote)
+            ok, _why = verify(kind, question, lead, [quote], heading=headings_of(p, cite))
+            ok = ok or quote == defining  # the contract's own definition of the term asked about
             more = {}
             if stated and when:
                 more["contradicted"] = contradiction(when, quote, stated)
-            out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
-                                    "rag", "clause", rank=len(out),
-                                    opening=p.get("char_start") is not None and p["char_start"] < OPENING_CHARS,
-                                    **more))
+            judged.append(({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok}, more))
+        # of one passage's quotes, those the clause check accepts and that state the value asked first ("how
+        # long do confidentiality obligations survive?": "11.3 Survival ... five (5) years" before "11.1")
+        for answer, more in sorted(judged, key=lambda x: not x[0]["supported"] or bool(
+                unstated_ask(frame, kind, x[0]["citations"][0]["quote"]))):
+            out.append(as_candidate(answer, "rag", "clause", rank=len(out), opening=in_opening(p), **more))
     return out
+
+
+def in_opening(p: dict) -> bool:
+    """Unit ``p`` is the document's opening (title, parties, recitals): it starts within ``OPENING_CHARS`` of the
+    text and is no numbered section (a short contract's "11.1 Obligations" may start within them too)."""
+    return p.get("char_start") is not None and p["char_start"] < OPENING_CHARS and not section_number(p.get("section"))
+
+
+def headings_of(p: dict, cite: dict) -> str:
+    """The headings a quote of unit ``p`` stands under: the unit's first line where it is a heading ("11.
+    Confidentiality" above "11.1 Obligations"), the unit's section and the quote's own."""
+    first = (p.get("text") or "").lstrip().split("\n", 1)[0]
+    heads = [first if heading_like(first) else "", p.get("section") or "", cite.get("section") or ""]
+    return " / ".join(dict.fromkeys(h for h in heads if h))
 
 
 def passage_candidates(question: str, kind, passages: list[dict], start: int = 0) -> list[dict]:

@@ -121,6 +121,21 @@ def stated(slot: str, span: str) -> bool:
     return has_slot(slot, span)
 
 
+def unstated_ask(frame, kind, span: str, defining: bool = False) -> Optional[str]:
+    """The value the question asks for (an amount, a date, a duration) where ``span`` does not state it, else
+    None. The contract's own definition of the term asked (``defining``: an Effective Date defined by an event)
+    answers it."""
+    asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
+    if not asked or defining:
+        return None
+    if asked == "date" and (_slot_for(frame, kind) == "duration" or kind is None and has_slot("duration", span)):
+        # a duration says when: "when does it expire?" of a term ("continues for three (3) years"), and "when must
+        # invoices be paid?" of no known kind ("within thirty (30) days of receipt"); a kind's date (an agreement's,
+        # an effective date) is a date
+        asked = "duration"
+    return None if stated(asked, span) else asked
+
+
 def _slot_for(frame, kind) -> Optional[str]:
     if kind is not None and getattr(kind, "answer", None) not in (None, "", "clause"):
         return kind.answer
@@ -198,15 +213,9 @@ def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> 
     slot = _slot_for(frame, kind)
     if passage and heading_like(span) and slot != "parties":  # a title line may be the parties' names
         gates.append("the cited text is a heading: it names what a clause is about and states nothing")
-    asked = FIGURE_SLOTS.get(frame.ask) if frame is not None else None
-    if asked == "date" and (slot == "duration" or kind is None and has_slot("duration", span)):
-        # a duration says when: "when does it expire?" of a term ("continues for three (3) years"), and "when must
-        # invoices be paid?" of no known kind ("within thirty (30) days of receipt"); a kind's date (an agreement's,
-        # an effective date) is a date
-        asked = "duration"
     defining = frame is not None and slot not in (None, "", "clause") and defines(frame.query, span)
-    if asked and span and candidate.get("route") == "rag" and not stated(asked, span) and not defining:
-        # (the contract's own definition of the term asked answers it: an Effective Date defined by an event)
+    asked = unstated_ask(frame, kind, span, defining)
+    if asked and span and candidate.get("route") == "rag":
         gates.append(f"no {asked} stated, and the question asks for one")
     if frame is not None and frame.ask == "years" and candidate.get("route") == "rag" and span \
             and not YEAR.search(span):

@@ -156,6 +156,32 @@ def test_verifier_rejects_a_span_of_the_wrong_type():
                       ["This Agreement may be signed in counterparts."])[0]
 
 
+def test_a_provision_of_a_clause_is_stated_under_the_clauses_heading():
+    """"How long do confidentiality obligations survive?" is answered by "11.3 Survival", which stands under "11.
+    Confidentiality" and says "survive", though not the clause's own wording ("confidential information")."""
+    from app.agent.clauses.taxonomy import built_in
+    from app.agent.verify import verify
+
+    kind, q = built_in().get("confidentiality"), "how long do confidentiality obligations survive?"
+    survival = "11.3 Survival. The obligations in this Section 11 survive for five (5) years after termination."
+    assert verify(kind, q, "", [survival], heading="11. Confidentiality / 11.3 Survival")[0]
+    assert not verify(kind, q, "", [survival])[0]  # no heading: nothing says it is the confidentiality clause
+    assert not verify(kind, q, "", [survival], heading="12. Term and Termination / 12.3 Survival")[0]
+    # a question of the clause itself asks nothing the heading could stand in for
+    assert not verify(kind, "what is the confidentiality clause?", "", [survival],
+                      heading="11. Confidentiality")[0]
+    other = "11.2 Notices. Notices are given in writing to the addresses above."  # under the heading, off the point
+    assert not verify(kind, q, "", [other], heading="11. Confidentiality / 11.2 Notices")[0]
+
+
+def test_the_opening_is_the_text_before_the_numbered_clauses():
+    from app.agent.nodes_rag import in_opening
+
+    assert in_opening({"char_start": 0, "section": "MASTER SERVICES AGREEMENT"})
+    assert not in_opening({"char_start": 900, "section": "11.1 Obligations"})  # a short contract's clause
+    assert not in_opening({"char_start": 4000, "section": "RECITALS"})
+
+
 def test_stream_sends_only_the_final_answer(service):
     q = "Consider the Supply Agreement between Harrow Optics Inc. and Quillon Medical Devices Ltd.; what is the governing law?"
     events = list(service.ask_stream(TENANT, q, mode="rag"))
