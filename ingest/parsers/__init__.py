@@ -1,84 +1,22 @@
 """Parsers turn one file into pages of text (with known heading spans) and raw tables.
 
 Every parser returns a ``ParsedDocument``; page numbers are 1-based. DOCX has no fixed pages, so a page
-there is the text between explicit page breaks; a spreadsheet's page is one sheet.
+there is the text between explicit page breaks; a spreadsheet's page is one sheet. Here: picking the parser
+of a file kind (``get_parser``, ``parse_file``, ``parse_file_staged``); the document types themselves live in
+``ingest.parsers.document`` and are re-exported, so ``from ingest.parsers import Page`` keeps working.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from ingest.parsers.document import Cell, OcrProgress, Page, PageBuilder, ParsedDocument, RawTable, rows_as_text
 
 if TYPE_CHECKING:
     from ingest.ocr import OcrConfig
 
-Cell = str | float | int | None
-
-
-@dataclass
-class Page:
-    number: int
-    text: str
-    headings: list[tuple[int, int]] = field(default_factory=list)  # (start, end) of heading lines in text
-
-
-@dataclass
-class RawTable:
-    page: int
-    title: str
-    rows: list[list[Cell]]
-    context: str = ""  # nearby text (captions, "in thousands") used to find units
-    bbox: tuple[float, float, float, float] | None = None  # PDF points (x0, top, x1, bottom), top-left origin
-    header_rows: int | None = None  # the parser's count of header rows, when its layout tells it
-    source: str = ""  # how it was found: "ruled" | "aligned" (PDF), "" elsewhere
-    indents: list[float | None] | None = None  # x of each row's first cell when the layout gives it
-
-
-@dataclass
-class ParsedDocument:
-    kind: str
-    pages: list[Page]
-    tables: list[RawTable] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    ocr_pages: int = 0  # pages whose text came from OCR
-    ocr_error: str = ""  # why scanned pages could not be read (no OCR engine), when they could not
-
-
-class PageBuilder:
-    """Accumulates blocks of text for one page, remembering which blocks are headings."""
-
-    def __init__(self, number: int):
-        self.number = number
-        self.parts: list[str] = []
-        self.headings: list[tuple[int, int]] = []
-        self.length = 0
-
-    def add(self, text: str, heading: bool = False) -> None:
-        text = text.strip()
-        if not text:
-            return
-        if self.parts:
-            self.parts.append("\n\n")
-            self.length += 2
-        if heading:
-            self.headings.append((self.length, self.length + len(text)))
-        self.parts.append(text)
-        self.length += len(text)
-
-    def build(self) -> Page:
-        return Page(self.number, "".join(self.parts), self.headings)
-
-
-def rows_as_text(rows: list[list[Cell]]) -> str:
-    def fmt(v: Cell) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float) and v.is_integer():
-            return str(int(v))
-        return str(v).strip()
-
-    lines = ["\t".join(fmt(v) for v in row).rstrip() for row in rows]
-    return "\n".join(line for line in lines if line.strip())
+__all__ = ["Cell", "OcrProgress", "Page", "PageBuilder", "ParsedDocument", "RawTable", "rows_as_text",
+           "get_parser", "parse_file", "parse_file_staged"]
 
 
 def get_parser(kind: str) -> Callable[..., ParsedDocument]:
@@ -104,9 +42,6 @@ def get_parser(kind: str) -> Callable[..., ParsedDocument]:
         from ingest.parsers.image import parse_image
         return parse_image
     raise ValueError(f"no parser for {kind}")
-
-
-OcrProgress = Callable[[int], None]  # called with a page number as each OCR'd page is done
 
 
 def parse_file(path: Path, kind: str, ocr: OcrConfig | None = None, on_ocr_page: OcrProgress | None = None

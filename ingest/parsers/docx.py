@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ingest.errors import IngestError
 from ingest.parsers.docx_numbering import NumberingRenderer
-from ingest.parsers import PageBuilder, ParsedDocument, RawTable, rows_as_text
+from ingest.parsers.document import PageBuilder, ParsedDocument, RawTable, rows_as_text
 
 W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 

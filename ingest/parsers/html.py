@@ -6,7 +6,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 from ingest.errors import IngestError
-from ingest.parsers import PageBuilder, ParsedDocument, RawTable, rows_as_text
+from ingest.parsers.document import PageBuilder, ParsedDocument, RawTable, rows_as_text
 from ingest.parsers.text import read_text
 
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}

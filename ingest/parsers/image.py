@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ingest.errors import IngestError
 from ingest.ocr import OcrConfig, OcrJob, OcrStats, low_confidence_warning, ocr_layout, ocr_pages
-from ingest.parsers import OcrProgress, Page, ParsedDocument
+from ingest.parsers.document import OcrProgress, Page, ParsedDocument
+from ingest.tables.precheck import may_hold_table
 
 log = logging.getLogger(__name__)
 MAX_PIXELS = 80_000_000  # per frame: an A4 page at 1,200 dpi is 140 MP; 80 MP is ~1,000 dpi
@@ -58,7 +59,6 @@ def parse_image(path: Path, ocr: OcrConfig | None = None, on_ocr_page: OcrProgre
     finally:
         img.close()
     parsed = ParsedDocument("image", [], [], list(stats.failed), ocr_pages=len(done))
-    from ingest.parsers.pdf import may_hold_table
     from ingest.tables.pdf import layout_tables
 
     for number in range(1, frames + 1):

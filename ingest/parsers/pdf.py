@@ -19,14 +19,14 @@ from typing import Callable
 
 from ingest.errors import IngestError
 from ingest.ocr import OcrConfig
-from ingest.parsers import Page, ParsedDocument, RawTable
+from ingest.parsers.document import Page, ParsedDocument, RawTable
 from ingest.parsers.pdf_ocr import needs_ocr, ocr_pdf_pages
 from ingest.tables.pdfium import count_paths, pdfium_chars
+from ingest.tables.precheck import NUM_TOKEN, may_hold_table
 
 logging.getLogger("pdfminer").setLevel(logging.ERROR)
 log = logging.getLogger(__name__)
 
-NUM_TOKEN = re.compile(r"(?<![\w.])\(?[$€£]?\s?\d[\d,]*(?:\.\d+)?\)?%?(?![\w])")
 TABLE_BUDGET_S = 120.0  # table search per document; past it the rest of the pages keep only their text
 MAX_TABLE_CHARS = 40_000  # pages with more characters than this are not searched for tables
 
@@ -51,17 +51,6 @@ def check_pdf_readable(path: Path) -> None:
         raise IngestError(f"the PDF is damaged and cannot be read ({type(exc).__name__}: {exc})") from exc
     if n == 0:
         raise IngestError("the PDF has no pages")
-
-
-def may_hold_table(text: str, n_paths: int = 0) -> bool:
-    """Cheap pre-check on text alone: three or more lines with two or more numbers, or ruling lines."""
-    numeric_lines = 0
-    for line in text.splitlines():
-        if len(NUM_TOKEN.findall(line)) >= 2:
-            numeric_lines += 1
-            if numeric_lines >= 3:
-                return True
-    return n_paths >= 4
 
 
 def numbers_aligned(textpage, text: str) -> bool:

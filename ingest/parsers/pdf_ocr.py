@@ -15,7 +15,8 @@ from typing import Callable
 
 from ingest.errors import IngestError
 from ingest.ocr import OcrConfig, OcrJob, OcrStats, low_confidence_warning, ocr_layout, ocr_pages
-from ingest.parsers import Page, ParsedDocument
+from ingest.parsers.document import Page, ParsedDocument
+from ingest.tables.precheck import may_hold_table
 
 log = logging.getLogger(__name__)
 MAX_PIXELS = 60_000_000  # a page rendered larger than this (a poster, a drawing) is rendered at a lower dpi
@@ -68,7 +69,6 @@ def ocr_pdf_pages(path: Path, parsed: ParsedDocument, numbers: list[int], cfg: O
     error of the document when it has none (``_check_text`` in ``ingest.parsers.pdf``)."""
     import pypdfium2 as pdfium
 
-    from ingest.parsers.pdf import may_hold_table
     from ingest.tables.pdf import layout_tables
 
     stats = OcrStats()

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ingest.errors import IngestError
-from ingest.parsers import Cell, PageBuilder, ParsedDocument, RawTable, rows_as_text
+from ingest.parsers.document import Cell, PageBuilder, ParsedDocument, RawTable, rows_as_text
 from ingest.parsers.text import read_text
 
 TOKEN = re.compile(

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from ingest.errors import IngestError
-from ingest.parsers import Page, ParsedDocument, RawTable
+from ingest.parsers.document import Page, ParsedDocument, RawTable
 
 PIPE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 PIPE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.parsers import Cell
+from ingest.parsers.document import Cell
 from ingest.tables.grid import blank, periodish
 from ingest.tables.numbers import parse_number
 from ingest.tables.rows import SUMMARY, find_scale, statement_title

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.parsers import Cell
+from ingest.parsers.document import Cell
 
 CURRENCY_ONLY = {"$", "€", "£", "¥", "US$", "USD", "EUR"}
 DATE_HEADER = re.compile(r"^(as\s+(of|at)\s+)?([A-Z][a-z]{2,8}\.?\s+\d{1,2}|\d{1,2}\s+[A-Z][a-z]{2,8}),?(\s+(19|20)\d\d)?$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingest.parsers import Cell
+from ingest.parsers.document import Cell
 
 DASHES = {"-", "—", "–", "−", "--", "n/a", "na", "n.a.", "nm", "*"}
 NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?$")

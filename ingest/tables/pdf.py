@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ingest.parsers import RawTable
+from ingest.parsers.document import RawTable
 from ingest.tables.detect import detect_borderless
 from ingest.tables.layout import Layout, layout_text, page_layout
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ingest.parsers import RawTable
+from ingest.parsers.document import RawTable
 
 MAX_SEGMENTS = 60_000  # path segments read per page; a drawing with more (a chart, a map) holds no ruled table
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from ingest.parsers import Cell, RawTable
+from ingest.parsers.document import Cell, RawTable
 from ingest.tables.captions import CAPTION, JUNK_TITLE, PERIOD_WORDS, caption_header_rows, title_rows
 from ingest.tables.grid import blank, drop_empty_columns, fold_columns, periodish, split_glued_values, split_merged_rows
 from ingest.tables.numbers import CURRENCIES, ParsedNumber, parse_number  # noqa: F401 - parse_number is re-exported
