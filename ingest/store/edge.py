@@ -8,12 +8,12 @@ Indexing: Edge runs no background optimizer; ``optimize()`` builds HNSW for what
 call. Edge's own optimize holds the Python GIL while it runs (qdrant-edge-py 0.9), so past
 ``OFFLOAD_ABOVE_POINTS`` it runs on a copy of the shard in a child process and the optimized copy is swapped
 in (``ingest.store.optimize``): searches go on meanwhile and wait only for the swap. The pipeline calls it at
-the end of each ingest job, and the optimizer is set up so one call costs about what the job added: new points stay in
-an appendable segment searched by brute force (``INDEXING_THRESHOLD_KB``, ~2.6k chunks), indexed segments
-are capped (``MAX_SEGMENT_KB``, ~42k chunks) and merged only past ``SEGMENT_NUMBER`` segments. Every segment
-costs each query a graph walk (12 segments at 100k chunks cost as much CPU as a brute-force scan), so the
-merges keep them few; the price is a longer optimize when a merge falls due (bench/bench_ingest.py prints
-the longest).
+the end of each ingest job, and the optimizer is set up (``ingest.store.edge_config``) so one call costs about
+what the job added: new points stay in an appendable segment searched by brute force (``INDEXING_THRESHOLD_KB``,
+~2.6k chunks), indexed segments are capped (``MAX_SEGMENT_KB``, ~42k chunks) and merged only past
+``SEGMENT_NUMBER`` segments. Every segment costs each query a graph walk (12 segments at 100k chunks cost as
+much CPU as a brute-force scan), so the merges keep them few; the price is a longer optimize when a merge falls
+due (bench/bench_ingest.py prints the longest).
 
 One process owns a shard at a time (the WAL is locked): a second process gets ``VectorStoreBusy``.
 """
@@ -28,27 +28,12 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 
+from ingest.store.edge_config import HNSW_EF, edge_config
 from ingest.store.optimize import old_path, optimize_copy, recover_swap, swap_in
-from ingest.store.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
+from ingest.store.points import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
 
 log = logging.getLogger(__name__)
-INDEXING_THRESHOLD_KB = 4_000
-MAX_SEGMENT_KB = 64_000
-SEGMENT_NUMBER = 6
-HNSW_M, HNSW_EF_CONSTRUCT, HNSW_EF = 16, 100, 96
 OFFLOAD_ABOVE_POINTS = 5_000  # smaller shards optimize in-process (a child process and a copy cost more)
-
-
-def edge_config(dim: int) -> qe.EdgeConfig:
-    return qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-        hnsw_config=qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=1_000),
-        # int8 copies for the graph walk, originals rescore the top candidates: ~4x less work per distance
-        quantization_config=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True),
-        optimizers=qe.EdgeOptimizersConfig(default_segment_number=SEGMENT_NUMBER,
-                                           indexing_threshold=INDEXING_THRESHOLD_KB, max_segment_size=MAX_SEGMENT_KB),
-    )
 
 
 def _match(key: str, value) -> qe.FieldCondition:

@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
     _die_with_parent()
     import qdrant_edge as qe
 
-    from ingest.store.edge import edge_config
+    from ingest.store.edge_config import edge_config
 
     shard = qe.EdgeShard.load(argv[0], edge_config(int(argv[1])))
     try:

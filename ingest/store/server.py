@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from ingest.store.vectors import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
+from ingest.store.points import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
 
 
 def _match(key: str, value) -> models.FieldCondition:

@@ -11,45 +11,31 @@ keyword indexes on ``tenant`` (a tenant index) and ``doc_id``):
 
 The sparse side is our own tokenizer: lowercase word/number tokens minus a few stopwords, hashed to
 indices (crc32), valued by BM25's saturated term frequency; the engine multiplies in the IDF, so the sparse
-score is BM25 and the two engines rank alike. ``open_vector_store`` picks the implementation.
+score is BM25 and the two engines rank alike. ``open_vector_store`` picks the implementation. The types both
+engines share (``VectorPoint``, ``SparseVec``, ``DENSE``/``SPARSE``, ``RRF_K``, ``VectorStoreBusy``) live in
+``ingest.store.points`` and are re-exported here.
 """
 from __future__ import annotations
 
 import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-DENSE, SPARSE = "dense", "sparse"
-RRF_K = 60
+from ingest.store.points import DENSE, RRF_K, SPARSE, SparseVec, VectorPoint, VectorStoreBusy
+
+__all__ = ["DENSE", "RRF_K", "SPARSE", "SparseVec", "VectorPoint", "VectorStoreBusy", "VectorStore", "edge_path",
+           "open_vector_store", "sparse_document_vector", "sparse_query_vector", "sparse_terms"]
+
 WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was were will with shall"
     " any all such which who not no may".split()
 )
 BM25_K1, BM25_B, BM25_AVG_LEN = 1.2, 0.75, 120.0
-
-
-class VectorStoreBusy(RuntimeError):
-    """The embedded store's folder is held by another process."""
-
-
-@dataclass
-class SparseVec:
-    indices: list[int]
-    values: list[float]
-
-
-@dataclass
-class VectorPoint:
-    id: str
-    dense: np.ndarray
-    sparse: SparseVec
-    payload: dict  # tenant, doc_id, version, ord
 
 
 def sparse_terms(text: str) -> list[str]:
