@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from app.agent.bi.question import operations_unstated
 from app.agent.text import content_words, flat, number_word_pattern
 from app.agent.text_terms import key_words
 from app.agent.vocabulary import phrase_pattern, word_lists
@@ -167,25 +168,6 @@ TOKEN = re.compile(r"[a-z0-9]+")
 FIGURE_KINDS = ("amount", "percent", "count")
 
 
-CHANGE_WORDS = r"\b(?:increas|decreas|chang|grew|grow|declin|rose|fell|rise|drop|improv|reduc|up|down)\w*"
-COMPUTED = [  # (what the question asks to compute, what a quote that states the result must say)
-    (r"\b(?:percentage|percent|%)\s+(?:change|increase|decrease|growth|decline)", rf"(?:%|percent).{{0,80}}?{CHANGE_WORDS}|{CHANGE_WORDS}.{{0,80}}?(?:%|percent)"),
-    (r"\baverage\b", r"\baverage\b"),
-    (r"\bratio\b", r"\bratio\b"),
-    (r"\b(?:difference|change|increase|decrease)\b[^?]*\b(?:from|between)\b[^?]*(?:19|20)\d{2}", CHANGE_WORDS),
-    (r"\b(?:total|sum|combined)\b[^?]*(?:19|20)\d{2}\s*(?:,|and|to)\s*(?:19|20)\d{2}", r"\b(?:total|combined|aggregate)\w*"),
-]
-
-
-def computed(question: str) -> str | None:
-    """What a quote must say to state the result of the computation a question asks for (a % change, an
-    average, a ratio, a change between years, a total over years), or None when it asks for no computation."""
-    for ask, state in COMPUTED:
-        if re.search(ask, question, re.I):
-            return state
-    return None
-
-
 def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, float] | None = None,
                 min_coverage: float = 0.5) -> tuple[bool, str]:
     """The verdict on an extracted answer ``span`` to a question over report text (``ask``: its
@@ -213,8 +195,7 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     cov = sum(weights.get(k, 1.0) for k in shared) / total if total else 0.0
     if key and (len(shared) < min(2, len(key)) or cov < min_coverage):
         return False, f"{len(shared)} of {len(key)} key terms of the question"
-    need = computed(question)
-    if need and not re.search(need, quote, re.I):
+    if operations_unstated(question, quote):  # an average, a change, a sum, a percentage change: named by its word
         return False, "asks for a computation the quote does not state"
     if ask.years:
         named = set(re.findall(r"(?<!\d)(?:19|20)\d{2}(?!\d)", quote))

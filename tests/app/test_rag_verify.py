@@ -39,6 +39,11 @@ def test_a_computation_is_not_answered_by_one_of_its_inputs():
     assert verify_text(ask_of(q), q, "25.1%", stated)[0]
     avg = "What was the average valuation allowance in 2018 and 2019?"
     assert not verify_text(ask_of(avg), avg, "$19,911", quote)[0]
+    # a change in dollars is not the percentage change asked (the words of both: vocabulary.yaml `operations`)
+    moved = "The valuation allowance increased by $3,995 from 2018 to 2019."
+    assert not verify_text(ask_of(q), q, "$3,995", moved)[0]
+    change = "What was the change in the valuation allowance from 2018 to 2019?"
+    assert verify_text(ask_of(change), change, "$3,995", moved)[0]
 
 
 def test_a_date_the_agreement_runs_until_is_not_when_it_was_made():

@@ -215,7 +215,9 @@ def operations_asked(question: str) -> set[str]:
     return found
 
 
-STATED_FAMILIES = ("average", "change", "sum")  # computations a sentence states by name ("increased $1.2 million")
+# computations a sentence states by name ("increased $1.2 million"); a percentage is asked only beside a change
+# ("the percentage change": "grew 12%"), see operations_asked
+STATED_FAMILIES = ("average", "change", "sum", "percent")
 
 
 def operations_unstated(question: str, text: str) -> set[str]:
