@@ -154,21 +154,8 @@ def ask_of(question: str) -> Ask:
                                                              r"(?:an? |the )?[\w\s'’-]{2,60}\?$", ql) \
             and not re.search(r"\b(?:of|in|for|at|as of|during|from)\b", ql):
         kind = "text"  # "What is Audit Fees?": a definition
-    if re.search(r"\b(?:due to|attributable to|result of)\s*\??$", ql):
-        kind = "reason"  # "What is the increase in inventory due to?"
-    elif kind in ("amount", "percent", "list") and ANCHOR.search(ql.rstrip()):
+    if kind in ("amount", "percent", "list") and ANCHOR.search(ql.rstrip()):
         kind = "text"  # "What are the costs primarily related to?": read after the anchor
-    if kind in ("amount", "percent", "list") and re.search(r"\b(?:based (?:on|upon)|recogni[sz]ed as|defined as|"
-                                                          r"comprised of|consists? of|used for|represents?|"
-                                                          r"determined|calculated|measured)\s*\??$", ql):
-        kind = "text"
-    if re.search(r"\b(?:what|which) (?:is|was|are|were) the nature\b|\bnature\s*(?:&|and)\s*purpose\b|^(?:describe|explain)\b",
-                 ql):
-        kind = "text"  # "What is the nature & purpose of the restructuring liability?": a description
-    if kind in ("amount", "percent") and re.match(r"^(?:what|how)\s+(?:is|was|are|were|does|do|did)\s+(?:the\s+)?"
-                                                   r"(?:[\w-]+\s+){0,6}?(?:determined|calculated|measured|"
-                                                   r"estimated|defined|based|recognized|recorded|accounted)\b", ql):
-        kind = "text"  # "What is fair value based on?": a description, not a figure
     return Ask(kind, years, key, multi, question=q)
 
 

@@ -83,6 +83,9 @@ def test_an_anchor_and_a_word_ending():
     assert not matches("^ (what|which) *s (are|were|do)", "What does interest expense include?")  # no plural
     assert not matches("^ why", "Explain why revenue fell.")
     assert matches("^ why", "Revenue fell. Why did it fall?")  # each sentence has a first word
+    assert matches("based on $", "What is fair value based on?")  # "$": the sentence's last words
+    assert not matches("based on $", "What is the dividend based on the shares outstanding?")
+    assert matches("^ how (is|was) +3 calculated [as] $", "How is EBITDA calculated?")
 
 
 def test_what_a_report_question_asks_for_is_read_by_data():
@@ -96,6 +99,11 @@ def test_what_a_report_question_asks_for_is_read_by_data():
     assert ask_of("What was the revenue in 2019?").kind == "amount"
     assert ask_of("How is the margin calculated?").kind == "text"  # not a percent: how it is worked out
     assert ask_of("What was the gross margin in 2019?").kind == "percent"
+    assert ask_of("What is fair value based on?").kind == "text"  # how a figure is arrived at
+    assert ask_of("What was the share based compensation expense in 2017?").kind == "amount"  # the figure
+    assert ask_of("What is the nature of the restructuring charge?").kind == "text"
+    assert ask_of("What is the increase in inventory due to?").kind == "reason"
+    assert ask_of("What does the table represent?").kind == "table"
     a = ask_of("How many employees did it have in 2019?")
     assert (a.kind, a.count_noun) == ("count", "employ")
     assert ask_of("How many years does the plan run?").kind == "duration"

@@ -11,6 +11,7 @@ A clause kind says how a clause states itself (``states``) and what says a text 
     A /N B          A and B within N words of each other, either order
     A /s B          A and B in the same sentence
     ^ A             A is the sentence's first word(s)
+    A $             A is the sentence's last word(s) ("what is fair value based on?": ``based on $``)
 
 Words are ``app.agent.text.WORD``'s (letters and digits: "thirty-day" is "thirty day", "1,000" is "1 000"),
 except ``non-``: "non-exclusive" is the word "nonexclusive", never "exclusive". A "sentence" ends where
@@ -100,6 +101,7 @@ class Expression:
     terms: tuple[Term, ...]
     connectors: tuple[tuple[str, int], ...]  # between terms i and i+1: ("+", n) | ("/", n) | ("s", 0)
     anchored: bool = False  # "^": the first term starts the sentence
+    ends: bool = False  # "$": the match ends the sentence
 
     def search(self, text: str) -> bool:
         """Whether ``text`` has a sentence this expression matches."""
@@ -127,7 +129,7 @@ class Expression:
                     elif kind == "s" and (b0 >= a1 or a0 >= b1):
                         joined.add((min(a0, b0), max(a1, b1)))
             spans = list(joined)
-        return bool(spans)
+        return any(b == len(sent.words) for _a, b in spans) if self.ends else bool(spans)
 
 
 def _split(expr: str) -> list[str]:
@@ -186,9 +188,10 @@ def compile_expression(expr: str) -> Expression:
     if not isinstance(expr, str) or not expr.strip():
         raise ConnectorError("an empty expression")
     body = " ".join(expr.split())
-    anchored = body.startswith("^ ")
+    anchored, ends = body.startswith("^ "), body.endswith(" $")
+    inner = body[2 if anchored else 0:len(body) - 2 if ends else len(body)]
     terms, conns = [], []
-    for part in _split(body[2:] if anchored else body):  # terms and connectors alternate, a term first and last
+    for part in _split(inner):  # terms and connectors alternate, a term first and last
         m = CONNECTOR.match(part)
         if m:
             conns.append(("+", int(m.group(1))) if m.group(1) else ("/", int(m.group(2))) if m.group(2) else ("s", 0))
@@ -196,4 +199,4 @@ def compile_expression(expr: str) -> Expression:
             terms.append(_term(part, expr))
     if len(terms) > MAX_TERMS:
         raise ConnectorError(f"{expr!r}: more than {MAX_TERMS} terms")
-    return Expression(body, tuple(terms), tuple(conns), anchored)
+    return Expression(body, tuple(terms), tuple(conns), anchored, ends)
