@@ -164,11 +164,12 @@ def clause_candidates(kind, question: str, passages: list[dict], per_passage: in
             more = {}
             if stated and when:
                 more["contradicted"] = contradiction(when, quote, stated)
-            judged.append(({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok}, more))
-        # of one passage's quotes, those the clause check accepts and that state the value asked first ("how
-        # long do confidentiality obligations survive?": "11.3 Survival ... five (5) years" before "11.1")
-        for answer, more in sorted(judged, key=lambda x: not x[0]["supported"] or bool(
-                unstated_ask(frame, kind, x[0]["citations"][0]["quote"]))):
+            # of one passage's quotes, those the clause check accepts and that state the value asked (or define the
+            # term asked) come first ("how long do confidentiality obligations survive?": "11.3 Survival ... five
+            # (5) years" before "11.1")
+            later = not ok or bool(unstated_ask(frame, kind, quote, quote == defining))
+            judged.append((later, {"answer": format_answer(lead, cite), "citations": [cite], "supported": ok}, more))
+        for _later, answer, more in sorted(judged, key=lambda x: x[0]):
             out.append(as_candidate(answer, "rag", "clause", rank=len(out), opening=in_opening(p), **more))
     return out
 
