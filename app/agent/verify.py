@@ -175,8 +175,9 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     1. the span's words, figures and names occur in the quote;
     2. the quote carries the question's key terms (at least ``min_coverage`` of their IDF weight, and two of
        them when the question has two or more);
-    3. a question asking for a computation (a % change, an average, a ratio, a change or total across years) is
-       answered only by a quote that states that result, not by a figure that is merely an input;
+    3. a figure question asking for a computation (a % change, an average, a change, a sum: the operation words
+       of vocabulary.yaml) is answered only by a quote that states that result, not by a figure that is merely an
+       input;
     4. a figure asked for a year stands in a sentence that names that year; a sentence naming only other
        years answers another period."""
     if not span.strip() or not quote.strip():
@@ -195,7 +196,9 @@ def verify_text(ask, question: str, span: str, quote: str, weights: dict[str, fl
     cov = sum(weights.get(k, 1.0) for k in shared) / total if total else 0.0
     if key and (len(shared) < min(2, len(key)) or cov < min_coverage):
         return False, f"{len(shared)} of {len(key)} key terms of the question"
-    if operations_unstated(question, quote):  # an average, a change, a sum, a percentage change: named by its word
+    # an average, a change, a sum, a percentage change, named by its word; a figure is asked ("what led to the
+    # increase?" asks for a reason, no computation)
+    if ask.kind in FIGURE_KINDS and operations_unstated(question, quote):
         return False, "asks for a computation the quote does not state"
     if ask.years:
         named = set(re.findall(r"(?<!\d)(?:19|20)\d{2}(?!\d)", quote))

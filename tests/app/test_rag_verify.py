@@ -44,6 +44,9 @@ def test_a_computation_is_not_answered_by_one_of_its_inputs():
     assert not verify_text(ask_of(q), q, "$3,995", moved)[0]
     change = "What was the change in the valuation allowance from 2018 to 2019?"
     assert verify_text(ask_of(change), change, "$3,995", moved)[0]
+    why = "What led to the increase in the valuation allowance in 2019?"  # a reason: no computation asked
+    reason = "In 2019 the valuation allowance was $19,911, mainly due to losses in Germany."
+    assert verify_text(ask_of(why), why, "mainly due to losses in Germany", reason)[0]
 
 
 def test_a_date_the_agreement_runs_until_is_not_when_it_was_made():
