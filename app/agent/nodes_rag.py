@@ -37,7 +37,6 @@ from app.agent.text_answer import FIGURE_ASKS, text_answer
 from app.agent.text_spans import ask_of
 from app.agent.text_terms import key_words
 from app.agent.calibration import can_support
-from app.agent.verifier import unstated_ask
 from app.agent.verify import JURISDICTION, start_date, verify, verify_generated
 
 MAX_CONTEXT_PASSAGES = 3
@@ -74,8 +73,7 @@ def make_rag_nodes(deps: AgentDeps):
                 cands.append(as_candidate(found, "rag", "text", read="document"))  # not a search's ranking
         if kind is not None:  # a contract clause: the clause's own sentence(s)
             stated = _stated_elsewhere(deps, state, kind, graded[:ANSWER_PASSAGES])
-            cands += clause_candidates(kind, question, graded[:ANSWER_PASSAGES], stated=stated,
-                                       frame=QuestionFrame.from_state(state.get("frame")))
+            cands += clause_candidates(kind, question, graded[:ANSWER_PASSAGES], stated=stated)
         # the sentence that states it and the span read off it; a question of a clause type gets a figure at most
         ranked = graded + [p for p in passages if p not in graded]
         docs = list(dict.fromkeys(p["doc_id"] for p in ranked[:ANSWER_PASSAGES]))
@@ -138,13 +136,12 @@ def _model_answer(deps, state, config, passages: list[dict]) -> dict | None:
 
 
 def clause_candidates(kind, question: str, passages: list[dict], per_passage: int = 2,
-                      stated: list[tuple[str, str]] | None = None, frame: QuestionFrame | None = None) -> list[dict]:
+                      stated: list[tuple[str, str]] | None = None) -> list[dict]:
     """Every quote of the passages (best first) as a candidate, the clause check's verdict on each a feature.
     ``kind``: the taxonomy's ``ClauseKind`` asked about (None: none); what its answer states (``answer``) is
     read off the quote as a lead-in. ``stated``: the contract's statements of the value asked
     (``_stated_elsewhere``): a date one of them
-    contradicts is marked ``contradicted`` (a hard gate of the verifier). ``frame``: the question's, for the value
-    it asks (a duration of "how long ...?")."""
+    contradicts is marked ``contradicted`` (a hard gate of the verifier)."""
     slot = kind.slot if kind is not None else ""
     qwords, out = content_words(question), []
     for p in passages:
@@ -154,7 +151,6 @@ def clause_candidates(kind, question: str, passages: list[dict], per_passage: in
         defining = defining_sentence(question, p["text"]) if slot not in ("", "clause") else ""
         if defining and not any(defining in q for q in quotes):
             quotes = [defining] + quotes
-        judged = []
         for quote in quotes:
             when = start_date(quote) if slot == "date" else ""  # read once: the lead-in and the gate
             lead = lead_in(slot, quote, when)
@@ -164,13 +160,8 @@ def clause_candidates(kind, question: str, passages: list[dict], per_passage: in
             more = {}
             if stated and when:
                 more["contradicted"] = contradiction(when, quote, stated)
-            # of one passage's quotes, those the clause check accepts and that state the value asked (or define the
-            # term asked) come first ("how long do confidentiality obligations survive?": "11.3 Survival ... five
-            # (5) years" before "11.1")
-            later = not ok or bool(unstated_ask(frame, kind, quote, quote == defining))
-            judged.append((later, {"answer": format_answer(lead, cite), "citations": [cite], "supported": ok}, more))
-        for _later, answer, more in sorted(judged, key=lambda x: x[0]):
-            out.append(as_candidate(answer, "rag", "clause", rank=len(out), opening=in_opening(p), **more))
+            out.append(as_candidate({"answer": format_answer(lead, cite), "citations": [cite], "supported": ok},
+                                    "rag", "clause", rank=len(out), opening=in_opening(p), **more))
     return out
 
 

