@@ -241,11 +241,11 @@ def test_engine_panel_shows_pool_use_and_planner(acme_page, server, screenshot_o
     page.click("button[role=tab]:has-text('Engine')")
     page.click("#engine-refresh")
     page.wait_for_function(
-        "/KV pool blocks[^\\n]*\\s+[\\d,]+ \\/ [\\d,]+/.test(document.querySelector('#engine-tiles').innerText)")
+        "/KV pool blocks[^\\n]*\\s+[\\d,]+ \\/ [\\d,]+/.test(document.querySelector('#engine-tiles')?.innerText ?? '')")
     tiles = page.inner_text("#engine-tiles")
     assert re.search(r"KV pool blocks[^\n]*\s+[\d,]+ / [\d,]+", tiles), tiles
     assert "Tokens / s" in tiles and "Mamba state slots" in tiles
-    page.wait_for_function("document.querySelector('#engine-plan').innerText.trim().length > 20")
+    page.wait_for_function("(document.querySelector('#engine-plan')?.innerText ?? '').trim().length > 20")
 
 
 def test_second_tenant_sees_nothing_of_the_first_in_any_tab(browser, server, screenshot_on_failure):
@@ -287,7 +287,8 @@ def test_second_tenant_sees_nothing_of_the_first_in_any_tab(browser, server, scr
     page.wait_for_selector("#bi-kpis :text('No KPIs yet')")
     page.fill("#bi-question textarea", "What was the revenue in each year?")
     page.click("#bi-ask")
-    page.wait_for_function("document.querySelector('#bi-answer').innerText.trim().length > 0", timeout=ANSWER_MS)
+    page.wait_for_function("(document.querySelector('#bi-answer')?.innerText ?? '').trim().length > 0",
+                           timeout=ANSWER_MS)
     assert_nothing_of_acme(page.inner_text("#main-panel"), "BI tab")
 
     page.click("button[role=tab]:has-text('Chat')")
