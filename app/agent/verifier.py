@@ -59,7 +59,7 @@ from app.agent.bi.question import operation_unmet, operations_unstated
 from app.agent.calibration import Calibrations, candidate_kind, load_calibration
 from app.agent.clauses.definitions import defines
 from app.agent.clauses.references import referred_only
-from app.agent.clauses.taxonomy import asked_words, stems
+from app.agent.clauses.taxonomy import asked_words, share_stated, stems
 from app.agent.text import flat, heading_like
 from app.agent.text_spans import YEAR
 from app.agent.text_terms import key_words
@@ -170,13 +170,8 @@ def phrase_run(query: str, text: str) -> float:
     return min(1.0, (best - 1) / 2)  # a lone word (best 1) is no run: 0
 
 
-def _share_stated(words: set[str], text: str) -> float:
-    """The share of ``words`` (content-word stems) that ``text`` states; 0 for no words."""
-    return len(words & set(stems(text))) / len(words) if words else 0.0
-
-
 def _heading(frame, sections: str) -> float:
-    return _share_stated(asked_words(frame.query), sections) if frame is not None else 0.0
+    return share_stated(asked_words(frame.query), sections) if frame is not None else 0.0
 
 
 def _rest(frame, kind, text: str) -> tuple[float, float]:
@@ -187,7 +182,7 @@ def _rest(frame, kind, text: str) -> tuple[float, float]:
         fit, residual = kind.fit(query), kind.rest(query)
     else:
         fit, residual = 0.0, asked_words(query)
-    return fit, _share_stated(residual, text) if residual else 1.0
+    return fit, share_stated(residual, text) if residual else 1.0
 
 
 def features(frame, candidate: dict, sim: float, sim_kind: float, kind=None) -> tuple[dict, list[str]]:

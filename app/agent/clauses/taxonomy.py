@@ -60,6 +60,11 @@ def asked_words(question: str) -> set[str]:
     return {w for w in stems(question) if not w.isdigit()}
 
 
+def share_stated(words: set[str], text: str) -> float:
+    """The share of ``words`` (content-word stems) that ``text`` states; 0 for no words."""
+    return len(words & set(stems(text))) / len(words) if words else 0.0
+
+
 @dataclass(frozen=True)
 class ClauseKind:
     name: str
@@ -91,11 +96,16 @@ class ClauseKind:
         """Sparse-search terms: names, headings and wordings (descriptions are prose, not the clause's words)."""
         return " ".join([self.name, *self.synonyms, *self.headings, *self.wordings])
 
-    def phrases(self) -> list[tuple[list[str], float]]:
-        """(stems, weight) of the phrases a question names this kind by: name and synonyms 1.0, headings 0.6."""
+    def phrases(self) -> tuple[tuple[list[str], float], ...]:
+        """(stems, weight) of the phrases a question names this kind by: name and synonyms 1.0, headings 0.6
+        (worked out once: the clause check reads them for every quote, ``heads``)."""
+        return self._phrases
+
+    @cached_property
+    def _phrases(self) -> tuple[tuple[list[str], float], ...]:
         out = [(stems(p), 1.0) for p in (self.name, *self.synonyms)]
         out += [(stems(h), 0.6) for h in self.headings]
-        return [(s, w) for s, w in out if s]
+        return tuple((s, w) for s, w in out if s)
 
     def profile(self) -> frozenset[str]:
         """Stems that say this clause: its name, synonyms, headings, description and wordings (worked out once:
@@ -142,10 +152,7 @@ class ClauseKind:
         obligations survive?"): ``heading`` names the kind and the span states at least half (one at the least)
         of the question's words the kind does not explain ("obligations", "survive")."""
         rest = self.rest(question)
-        if not rest or not self.heads(heading):
-            return False
-        stated = rest & set(stems(span))
-        return bool(stated) and 2 * len(stated) >= len(rest)
+        return bool(rest) and self.heads(heading) and share_stated(rest, span) >= 0.5
 
     def states_clause(self, text: str) -> bool:
         """Whether ``text`` has a sentence that states this clause: one of ``states`` matches it (any sentence
